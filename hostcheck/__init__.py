@@ -1,0 +1,3 @@
+"""hostcheck: prove that a PyTorch host can feed its GPUs."""
+
+__version__ = "0.1.0"

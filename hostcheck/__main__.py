@@ -1,0 +1,5 @@
+import sys
+
+from hostcheck.cli import main
+
+sys.exit(main())

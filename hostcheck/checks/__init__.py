@@ -1,0 +1,1 @@
+"""One module per check; the table of all checks is hostcheck.registry."""

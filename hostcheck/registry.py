@@ -1,0 +1,28 @@
+"""The table of checks, in the order they run and are reported."""
+
+from __future__ import annotations
+
+from hostcheck.checks import cpu, gpu, pillow, shm, storage, sysctl, ulimits
+from hostcheck.checks.base import CheckContext, CheckSpec, RunOptions
+
+CHECKS: dict[str, CheckSpec] = {
+    spec.id: spec
+    for spec in (
+        shm.SPEC,
+        ulimits.SPEC,
+        storage.SPEC,
+        pillow.SPEC,
+        cpu.CPU_SPEC,
+        cpu.MEMORY_SPEC,
+        sysctl.SPEC,
+        gpu.SPEC,
+    )
+}
+
+__all__ = ["CHECKS", "CheckContext", "CheckSpec", "RunOptions", "profile_schema"]
+
+
+def profile_schema() -> dict:
+    from hostcheck.config import build_schema
+
+    return build_schema({check_id: spec.schema for check_id, spec in CHECKS.items()})

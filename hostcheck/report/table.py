@@ -1,0 +1,53 @@
+"""The human report: one row per check, the findings that matter, a verdict line."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "error": "magenta"}
+
+
+def render_table(document: dict, console: Console, verbose: bool = False) -> None:
+    table = Table(
+        title=f"hostcheck {document['tool']['version']} on {document['host']['hostname']} "
+        f"(profile {document['profile']['name']})",
+        title_justify="left",
+        expand=False,
+    )
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("measured")
+    table.add_column("expected")
+    table.add_column("remedy")
+    for check in document["checks"]:
+        status = check["status"]
+        table.add_row(
+            check["id"],
+            Text(status.upper(), style=STYLE[status]),
+            check["summary"],
+            check["expected"],
+            check["remedy"] if status in ("warn", "fail", "error") else "",
+        )
+        if verbose:
+            for finding in check["findings"]:
+                source = f" [{finding['source']}]" if finding["source"] else ""
+                table.add_row(
+                    "",
+                    Text(finding["status"], style=STYLE[finding["status"]]),
+                    f"{finding['name']}: {finding['display'] or finding['measured']}{source}",
+                    "" if finding["expected"] is None else str(finding["expected"]),
+                    finding["remedy"] if finding["status"] in ("warn", "fail") else "",
+                )
+    console.print(table)
+    counts = document["counts"]
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("pass", "warn", "fail", "skip", "error"))
+    verdict = document["verdict"]
+    console.print(
+        Text.assemble(
+            ("verdict: ", "bold"),
+            (verdict.upper(), STYLE[verdict]),
+            f"  ({summary}; {document['duration_s']:.2f} s; exit {document['exit_code']})",
+        )
+    )

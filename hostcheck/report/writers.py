@@ -1,0 +1,192 @@
+"""Report formats: JSON, JUnit XML, Prometheus textfile. Each renders the report document."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import math
+import os
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Callable
+
+FORMATS = ("json", "junit", "prom")
+
+
+class ReportSpecError(ValueError):
+    pass
+
+
+def parse_report_spec(text: str) -> tuple[str, str]:
+    """`json:PATH` -> ("json", PATH); PATH "-" is standard output."""
+    kind, sep, path = text.partition(":")
+    if not sep or kind not in FORMATS or not path:
+        raise ReportSpecError(
+            f"--report {text}: expected FORMAT:PATH with FORMAT one of {', '.join(FORMATS)} "
+            "and PATH a file or - for standard output"
+        )
+    return kind, path
+
+
+def json_safe(value: Any) -> Any:
+    """JSON has no infinity: unlimited limits become the string 'unlimited'."""
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "unlimited" if value > 0 else "-unlimited"
+        if math.isnan(value):
+            return None
+        return value
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def render_json(document: dict) -> str:
+    return json.dumps(json_safe(document), indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
+def render_junit(document: dict, fail_on_warn: bool = False) -> str:
+    checks = document["checks"]
+    host = document["host"]["hostname"]
+    failures = sum(
+        c["status"] == "fail" or (fail_on_warn and c["status"] == "warn") for c in checks
+    )
+    suite = ET.Element(
+        "testsuite",
+        name="hostcheck",
+        hostname=host,
+        timestamp=document["started_at"],
+        tests=str(len(checks)),
+        failures=str(failures),
+        errors=str(sum(c["status"] == "error" for c in checks)),
+        skipped=str(sum(c["status"] == "skip" for c in checks)),
+        time=f"{document['duration_s']:.3f}",
+    )
+    for check in checks:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"hostcheck.{host}",
+            name=check["id"],
+            time=f"{check['duration_s']:.3f}",
+        )
+        detail = "\n".join(
+            f"{f['status']:5} {f['name']}: {f['display'] or f['measured']}"
+            + (f" (expected {f['expected']})" if f["expected"] not in (None, "") else "")
+            for f in check["findings"]
+        )
+        message = check["summary"] + (f" | remedy: {check['remedy']}" if check["remedy"] else "")
+        status = check["status"]
+        if status == "fail" or (fail_on_warn and status == "warn"):
+            ET.SubElement(case, "failure", message=message, type=status).text = detail
+        elif status == "error":
+            ET.SubElement(case, "error", message=message).text = detail
+        elif status == "skip":
+            ET.SubElement(case, "skipped", message=check["summary"])
+        if detail:
+            ET.SubElement(case, "system-out").text = detail
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, "unicode") + "\n"
+
+
+def _label(value: str) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _prom_value(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(value) if not value.is_integer() else str(int(value))
+
+
+def render_prom(document: dict) -> str:
+    """node_exporter textfile collector format."""
+    statuses = ("pass", "warn", "fail", "skip", "error")
+    lines = [
+        "# HELP hostcheck_info hostcheck version and profile of the last run.",
+        "# TYPE hostcheck_info gauge",
+        f'hostcheck_info{{version="{_label(document["tool"]["version"])}",'
+        f'profile="{_label(document["profile"]["name"])}"}} 1',
+        "# HELP hostcheck_last_run_timestamp_seconds When the last run started.",
+        "# TYPE hostcheck_last_run_timestamp_seconds gauge",
+        f"hostcheck_last_run_timestamp_seconds {_epoch(document['started_at'])}",
+        "# HELP hostcheck_run_duration_seconds How long the last run took.",
+        "# TYPE hostcheck_run_duration_seconds gauge",
+        f"hostcheck_run_duration_seconds {document['duration_s']}",
+        "# HELP hostcheck_exit_code Exit code of the last run (0 ok, 1 failed, 2 not assessed).",
+        "# TYPE hostcheck_exit_code gauge",
+        f"hostcheck_exit_code {document['exit_code']}",
+        "# HELP hostcheck_check_status 1 for the status each check had in the last run.",
+        "# TYPE hostcheck_check_status gauge",
+    ]
+    for check in document["checks"]:
+        for status in statuses:
+            lines.append(
+                f'hostcheck_check_status{{check="{_label(check["id"])}",status="{status}"}} '
+                f"{int(check['status'] == status)}"
+            )
+    lines += [
+        "# HELP hostcheck_finding_value Numeric value a check measured.",
+        "# TYPE hostcheck_finding_value gauge",
+    ]
+    for check in document["checks"]:
+        for finding in check["findings"]:
+            number = _number(finding["measured"])
+            if number is None or math.isnan(number):
+                continue
+            lines.append(
+                f'hostcheck_finding_value{{check="{_label(check["id"])}",'
+                f'finding="{_label(finding["name"])}"}} {_prom_value(number)}'
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _epoch(iso: str) -> int:
+    return int(dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Readers (node_exporter, audits) never see a half-written report: temp file + rename."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+RENDERERS: dict[str, Callable[..., str]] = {
+    "json": render_json,
+    "junit": render_junit,
+    "prom": render_prom,
+}
+
+
+def write_report(kind: str, path: str, document: dict, fail_on_warn: bool = False) -> None:
+    text = render_junit(document, fail_on_warn) if kind == "junit" else RENDERERS[kind](document)
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_atomic(path, text)

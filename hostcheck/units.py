@@ -1,0 +1,128 @@
+"""Sizes and limits as people write them: 64MiB, 1.5G, 50%, unlimited."""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from dataclasses import dataclass
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+    "p": 1024**5,
+    "pb": 1000**5,
+    "pib": 1024**5,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+UNLIMITED = math.inf
+
+
+def parse_size(value: object) -> int:
+    """Bytes from an int or a string such as '64MiB', '1.5G', '4096'. Single letters are
+    binary, as in tmpfs, fstab and `ulimit` (1G = 1024**3); 'GB' is decimal."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"size must not be negative: {value}")
+        return value
+    if isinstance(value, float):
+        if value < 0 or not math.isfinite(value):
+            raise ValueError(f"expected a size, got {value!r}")
+        return int(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a size, got {value!r}")
+    match = _SIZE.match(value)
+    if not match:
+        raise ValueError(f"not a size: {value!r} (examples: 4096, 64MiB, 1.5G, 10GB)")
+    unit = match.group(2).lower()
+    if unit not in _UNITS:
+        raise ValueError(f"unknown size unit {match.group(2)!r} in {value!r}")
+    return int(Fraction(match.group(1)) * _UNITS[unit])
+
+
+@dataclass(frozen=True)
+class SizeSpec:
+    """A size given as bytes or as a percentage of a reference (RAM for /dev/shm)."""
+
+    bytes: int | None = None
+    percent: float | None = None
+
+    def resolve(self, reference: int) -> int:
+        if self.percent is not None:
+            return int(reference * self.percent / 100)
+        assert self.bytes is not None
+        return self.bytes
+
+    def __str__(self) -> str:
+        if self.percent is not None:
+            return f"{self.percent:g}% of RAM"
+        return format_size(self.bytes or 0)
+
+
+def parse_size_spec(value: object) -> SizeSpec:
+    if isinstance(value, str):
+        match = _PERCENT.match(value)
+        if match:
+            percent = float(match.group(1))
+            if not 0 < percent <= 100:
+                raise ValueError(f"percentage must be in (0, 100]: {value!r}")
+            return SizeSpec(percent=percent)
+    return SizeSpec(bytes=parse_size(value))
+
+
+def format_size(num: float) -> str:
+    """Binary units, three significant digits: 64.0 MiB, 11.8 GiB."""
+    if num == UNLIMITED:
+        return "unlimited"
+    sign = "-" if num < 0 else ""
+    num = abs(num)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if num < 1024 or unit == "TiB":
+            return f"{sign}{num:.0f} {unit}" if unit == "B" else f"{sign}{num:.1f} {unit}"
+        num /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_rate(bytes_per_second: float) -> str:
+    return f"{bytes_per_second / 1e6:.0f} MB/s"
+
+
+def parse_limit(value: object) -> float:
+    """A resource limit: a non-negative integer or unlimited/infinity/-1 (as RLIM_INFINITY)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a limit, got {value!r}")
+    if isinstance(value, int):
+        if value == -1:
+            return UNLIMITED
+        if value < 0:
+            raise ValueError(f"limit must not be negative: {value}")
+        return value
+    if isinstance(value, float) and value == UNLIMITED:
+        return UNLIMITED
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("unlimited", "infinity", "inf", "-1"):
+            return UNLIMITED
+        if text.isdigit():
+            return int(text)
+    raise ValueError(f"not a limit: {value!r} (an integer or 'unlimited')")
+
+
+def format_limit(value: float) -> str:
+    return "unlimited" if value == UNLIMITED else str(int(value))

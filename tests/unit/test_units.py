@@ -1,0 +1,85 @@
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hostcheck import units
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("4096", 4096),
+        (4096, 4096),
+        ("64MiB", 64 * 2**20),
+        ("64M", 64 * 2**20),
+        ("64m", 64 * 2**20),
+        ("1.5G", int(1.5 * 2**30)),
+        ("10GB", 10 * 10**9),
+        (" 2 TiB ", 2 * 2**40),
+        ("0", 0),
+    ],
+)
+def test_parse_size_accepts_what_people_write(text, expected):
+    assert units.parse_size(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "12 parsecs", "-5", "1e9", True, None, [], -1])
+def test_parse_size_refuses_nonsense(bad):
+    with pytest.raises(ValueError):
+        units.parse_size(bad)
+
+
+@given(st.integers(min_value=0, max_value=2**60), st.sampled_from(["", "K", "MiB", "G", "TB"]))
+def test_parse_size_scales_integers_exactly(number, unit):
+    factor = {"": 1, "K": 1024, "MiB": 2**20, "G": 2**30, "TB": 10**12}[unit]
+    assert units.parse_size(f"{number}{unit}") == number * factor
+
+
+@given(st.text(max_size=20))
+def test_parse_size_either_parses_or_raises_valueerror(text):
+    try:
+        value = units.parse_size(text)
+    except ValueError:
+        return
+    assert isinstance(value, int) and value >= 0
+
+
+def test_size_spec_percent_resolves_against_reference():
+    spec = units.parse_size_spec("50%")
+    assert spec.percent == 50
+    assert spec.resolve(8 * 2**30) == 4 * 2**30
+    assert str(spec) == "50% of RAM"
+    assert units.parse_size_spec("1GiB").resolve(123) == 2**30
+
+
+@pytest.mark.parametrize("bad", ["0%", "101%", "-3%", "%"])
+def test_size_spec_refuses_impossible_percentages(bad):
+    with pytest.raises(ValueError):
+        units.parse_size_spec(bad)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("unlimited", math.inf), ("infinity", math.inf), (-1, math.inf), ("1024", 1024), (0, 0)],
+)
+def test_parse_limit(value, expected):
+    assert units.parse_limit(value) == expected
+
+
+@pytest.mark.parametrize("bad", ["lots", -2, "1.5", True, None])
+def test_parse_limit_refuses(bad):
+    with pytest.raises(ValueError):
+        units.parse_limit(bad)
+
+
+@given(st.integers(min_value=0, max_value=2**62))
+def test_limit_round_trip(number):
+    assert units.parse_limit(units.format_limit(number)) == number
+
+
+def test_format_size():
+    assert units.format_size(64 * 2**20) == "64.0 MiB"
+    assert units.format_size(512) == "512 B"
+    assert units.format_size(math.inf) == "unlimited"
