@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
 
@@ -114,9 +114,7 @@ def _loader_assignments(args: argparse.Namespace) -> list[str]:
 def _load(args: argparse.Namespace, extra: Sequence[str] = ()) -> Profile:
     from hostcheck.registry import profile_schema
 
-    return load_profile(
-        args.profile, profile_schema(), args.config, [*extra, *args.assignments]
-    )
+    return load_profile(args.profile, profile_schema(), args.config, [*extra, *args.assignments])
 
 
 def _check_report_targets(specs: Sequence[str]) -> list[tuple[str, str]]:
@@ -142,8 +140,8 @@ def _check_report_targets(specs: Sequence[str]) -> list[tuple[str, str]]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from hostcheck.checks.base import RunOptions
-    from hostcheck.registry import CHECKS
     from hostcheck.model import Status
+    from hostcheck.registry import CHECKS
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
     from hostcheck.report.writers import write_report

@@ -8,10 +8,12 @@ checks declare; an error names the file (or `--set`) and the key, and stops the 
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import jsonschema
 import yaml
@@ -30,19 +32,29 @@ FORMAT_CHECKER = jsonschema.FormatChecker()
 
 @FORMAT_CHECKER.checks("size", raises=ValueError)
 def _is_size(value: object) -> bool:
-    units.parse_size(value)
+    if value is not None:
+        units.parse_size(value)
     return True
 
 
 @FORMAT_CHECKER.checks("size-or-percent", raises=ValueError)
 def _is_size_or_percent(value: object) -> bool:
-    units.parse_size_spec(value)
+    if value is not None:
+        units.parse_size_spec(value)
     return True
 
 
 @FORMAT_CHECKER.checks("limit", raises=ValueError)
 def _is_limit(value: object) -> bool:
-    units.parse_limit(value)
+    if value is not None:
+        units.parse_limit(value)
+    return True
+
+
+@FORMAT_CHECKER.checks("size-or-unlimited", raises=ValueError)
+def _is_size_or_unlimited(value: object) -> bool:
+    if value is not None:
+        units.parse_size_or_unlimited(value)
     return True
 
 
@@ -50,6 +62,7 @@ def _is_limit(value: object) -> bool:
 SIZE = {"type": ["integer", "string"], "format": "size"}
 SIZE_OR_PERCENT = {"type": ["integer", "string"], "format": "size-or-percent"}
 LIMIT = {"type": ["integer", "string"], "format": "limit"}
+SIZE_OR_UNLIMITED = {"type": ["integer", "string"], "format": "size-or-unlimited"}
 FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 POSITIVE_INT = {"type": "integer", "minimum": 1}
 NON_NEGATIVE = {"type": "number", "minimum": 0}
@@ -93,7 +106,9 @@ def _require_all(schema: Any) -> Any:
     if isinstance(schema, dict):
         result = {key: _require_all(value) for key, value in schema.items()}
         if "properties" in schema and schema.get("type") == "object":
-            result["required"] = [k for k in schema["properties"] if k != "extends"]
+            result["required"] = [
+                k for k in schema["properties"] if k not in ("extends", "description")
+            ]
         return result
     if isinstance(schema, list):
         return [_require_all(item) for item in schema]
@@ -120,6 +135,7 @@ def _describe(error: jsonschema.ValidationError, origin: str) -> str:
             "size": units.parse_size,
             "size-or-percent": units.parse_size_spec,
             "limit": units.parse_limit,
+            "size-or-unlimited": units.parse_size_or_unlimited,
         }[error.validator_value]
         try:
             parser(error.instance)
@@ -211,6 +227,15 @@ def _load_layer(name_or_path: str, schema: dict, seen: tuple[str, ...]) -> tuple
     return merge(base, document), [*sources, origin]
 
 
+def split_key(key: str) -> list[str]:
+    """`sysctl.expect."vm.swappiness".max` -> [sysctl, expect, vm.swappiness, max]."""
+    parts = [quoted or plain for quoted, plain in re.findall(r'"([^"]+)"|([^.]+)', key)]
+    rebuilt = ".".join(f'"{p}"' if "." in p else p for p in parts)
+    if not parts or rebuilt != key or any('"' in p for p in parts):
+        raise ConfigError(f'--set {key}: malformed key (quote names with dots: a."b.c".d)')
+    return parts
+
+
 def parse_assignment(text: str, schema: dict) -> dict:
     """`--set shm.min_size=32GiB` as a partial profile; keys are relative to `checks`."""
     key, sep, raw = text.partition("=")
@@ -218,7 +243,7 @@ def parse_assignment(text: str, schema: dict) -> dict:
     if not sep or not key:
         raise ConfigError(f"--set {text}: expected KEY=VALUE, for example shm.min_size=32GiB")
     value = _load_yaml(raw, f"--set {key}")
-    parts = key.split(".")
+    parts = split_key(key)
     top_level = set(schema["properties"]) - {"checks"}
     if parts[0] not in top_level:
         parts = ["checks", *parts]
@@ -254,4 +279,3 @@ def load_profile(
     values.pop("extends", None)
     validate(values, schema, f"profile {name} (after --config and --set)", complete=True)
     return Profile(name=name, values=values, sources=sources)
-

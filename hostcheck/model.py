@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 
 class Status(str, enum.Enum):
@@ -84,7 +85,7 @@ class CheckResult:
             status=status,
             summary=summary,
             expected=expected,
-            remedy=" ".join(remedies),
+            remedy="; ".join(remedies),
             findings=findings,
             data=data or {},
         )

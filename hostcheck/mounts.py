@@ -68,9 +68,7 @@ def parse_mountinfo(text: str) -> list[Mount]:
                     options=tuple(fields[5].split(",")),
                     fs_type=unescape(fields[separator + 1]),
                     source=unescape(fields[separator + 2]),
-                    super_options=tuple(
-                        o for o in fields[separator + 3].split(",") if o
-                    )
+                    super_options=tuple(o for o in fields[separator + 3].split(",") if o)
                     if len(fields) > separator + 3
                     else (),
                 )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable
 
 from hostcheck.checks.base import CheckContext, CheckSpec, RunOptions
-from hostcheck.registry import CHECKS
 from hostcheck.config import Profile
 from hostcheck.model import CheckResult, Status, worst
 from hostcheck.system import System
@@ -71,13 +71,16 @@ def run_checks(
     system: System | None = None,
     only: Iterable[str] | None = None,
     on_start: Callable[[CheckSpec], None] | None = None,
+    checks: Mapping[str, CheckSpec] | None = None,
 ) -> RunOutcome:
+    if checks is None:
+        from hostcheck.registry import CHECKS as checks
     system = system or System()
     wanted = set(only) if only else None
     results = []
     started = time.time()
     clock = time.perf_counter()
-    for check_id, spec in CHECKS.items():
+    for check_id, spec in checks.items():
         if wanted is not None and check_id not in wanted:
             continue
         if not profile.enabled(check_id):

@@ -11,9 +11,10 @@ import glob
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 
 @dataclass(frozen=True)

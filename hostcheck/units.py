@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
 from dataclasses import dataclass
+from fractions import Fraction
 
 _UNITS = {
     "": 1,
@@ -122,6 +122,19 @@ def parse_limit(value: object) -> float:
         if text.isdigit():
             return int(text)
     raise ValueError(f"not a limit: {value!r} (an integer or 'unlimited')")
+
+
+def parse_size_or_unlimited(value: object) -> float:
+    """A byte amount that may also be unlimited: memlock thresholds (64MiB, unlimited)."""
+    if isinstance(value, str) and value.strip().lower() in ("unlimited", "infinity", "inf"):
+        return UNLIMITED
+    if value == -1 and not isinstance(value, bool):
+        return UNLIMITED
+    try:
+        return parse_size(value)
+    except ValueError:
+        message = f"not a size or 'unlimited': {value!r} (examples: 64MiB, unlimited)"
+        raise ValueError(message) from None
 
 
 def format_limit(value: float) -> str:

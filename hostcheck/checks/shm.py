@@ -90,15 +90,17 @@ def run(ctx: CheckContext) -> CheckResult:
             remedy="find what fills /dev/shm (stale DataLoader segments: torch_*), or " + FIX,
         ),
     ]
-    findings[1].expected = f">= {units.format_size(min_size)} ({wanted})"
+    of_ram = f" ({wanted})" if wanted.percent is not None else ""
+    findings[1].expected = f">= {units.format_size(min_size)}{of_ram}"
     findings[2].expected = f">= {units.format_size(min_free)}"
     if need is not None:
         enough_size = size >= need
         findings.append(
             Finding(
                 "loader need",
-                Status.PASS if enough_size and free >= need else
-                (Status.WARN if enough_size else Status.FAIL),
+                Status.PASS
+                if enough_size and free >= need
+                else (Status.WARN if enough_size else Status.FAIL),
                 need,
                 f"<= free {units.format_size(free)}",
                 display=f"{units.format_size(need)} "

@@ -20,7 +20,6 @@ def render_table(document: dict, console: Console, verbose: bool = False) -> Non
     table.add_column("status", no_wrap=True)
     table.add_column("measured")
     table.add_column("expected")
-    table.add_column("remedy")
     for check in document["checks"]:
         status = check["status"]
         table.add_row(
@@ -28,7 +27,6 @@ def render_table(document: dict, console: Console, verbose: bool = False) -> Non
             Text(status.upper(), style=STYLE[status]),
             check["summary"],
             check["expected"],
-            check["remedy"] if status in ("warn", "fail", "error") else "",
         )
         if verbose:
             for finding in check["findings"]:
@@ -38,9 +36,15 @@ def render_table(document: dict, console: Console, verbose: bool = False) -> Non
                     Text(finding["status"], style=STYLE[finding["status"]]),
                     f"{finding['name']}: {finding['display'] or finding['measured']}{source}",
                     "" if finding["expected"] is None else str(finding["expected"]),
-                    finding["remedy"] if finding["status"] in ("warn", "fail") else "",
                 )
     console.print(table)
+    to_fix = [c for c in document["checks"] if c["remedy"] and c["status"] in ("warn", "fail")]
+    if to_fix:
+        console.print(Text("to fix:", style="bold"))
+        for check in to_fix:
+            console.print(
+                Text.assemble("  ", (check["id"], STYLE[check["status"]]), f": {check['remedy']}")
+            )
     counts = document["counts"]
     summary = ", ".join(f"{counts[s]} {s}" for s in ("pass", "warn", "fail", "skip", "error"))
     verdict = document["verdict"]

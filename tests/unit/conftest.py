@@ -25,25 +25,32 @@ class FakeHost:
         target.write_text(content)
         return target
 
-    def command(self, argv: tuple[str, ...] | list[str], stdout: str, rc: int = 0,
-                stderr: str = "") -> None:
+    def command(
+        self, argv: tuple[str, ...] | list[str], stdout: str, rc: int = 0, stderr: str = ""
+    ) -> None:
         self.commands[tuple(argv)] = CommandResult(rc, stdout, stderr)
 
-    def filesystem(self, path: str, size: int, free: int, avail: int | None = None,
-                   block: int = 4096) -> None:
+    def filesystem(
+        self, path: str, size: int, free: int, avail: int | None = None, block: int = 4096
+    ) -> None:
         """statvfs() of `path` reports this size and free space (bytes)."""
         avail = free if avail is None else avail
         self.filesystems[path] = os.statvfs_result(
-            (block, block, size // block, free // block, avail // block,
-             1000, 900, 900, 0, 255))
+            (block, block, size // block, free // block, avail // block, 1000, 900, 900, 0, 255)
+        )
 
     def system(self) -> System:
         return System(root=self.root, commands=self.commands, statvfs=self.filesystems)
 
-    def context(self, config: dict, options: RunOptions | None = None,
-                require_gpu: bool = False) -> CheckContext:
-        return CheckContext(system=self.system(), config=config,
-                            options=options or RunOptions(), require_gpu=require_gpu)
+    def context(
+        self, config: dict, options: RunOptions | None = None, require_gpu: bool = False
+    ) -> CheckContext:
+        return CheckContext(
+            system=self.system(),
+            config=config,
+            options=options or RunOptions(),
+            require_gpu=require_gpu,
+        )
 
 
 @pytest.fixture

@@ -105,9 +105,16 @@ def test_not_tmpfs_fails(fake_host):
 @pytest.mark.real
 def test_real_machine_agrees_with_df_and_findmnt():
     result = shm.run(CheckContext(system=System(), config=config("1MiB", min_free="0")))
-    df = subprocess.run(
-        ["df", "-B1", "--output=size,avail", "/dev/shm"], capture_output=True, text=True, check=True
-    ).stdout.split("\n")[1].split()
+    df = (
+        subprocess.run(
+            ["df", "-B1", "--output=size,avail", "/dev/shm"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.split("\n")[1]
+        .split()
+    )
     fstype = subprocess.run(
         ["findmnt", "-n", "-o", "FSTYPE", "/dev/shm"], capture_output=True, text=True, check=True
     ).stdout.split()[-1]

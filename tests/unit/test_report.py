@@ -1,0 +1,130 @@
+"""Report formats rendered from one real run of the shm check on a fixture host."""
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from importlib import resources
+
+import jsonschema
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from hostcheck.checks import shm
+from hostcheck.checks.base import RunOptions
+from hostcheck.config import Profile
+from hostcheck.model import CheckResult, Finding, Status
+from hostcheck.report.document import build_document, os_release
+from hostcheck.report.writers import (
+    parse_report_spec,
+    render_json,
+    render_junit,
+    render_prom,
+    write_atomic,
+)
+from hostcheck.runner import RunOutcome, run_one
+
+MiB = 2**20
+SCHEMA = json.loads(resources.files("hostcheck.report").joinpath("report-v1.json").read_text())
+
+
+@pytest.fixture
+def document(fake_host):
+    fake_host.file(
+        "/proc/self/mountinfo",
+        "40 24 0:45 / /dev/shm rw,nosuid,nodev - tmpfs shm rw,size=65536k\n",
+    )
+    fake_host.file("/proc/meminfo", "MemTotal: 1048576 kB\n")
+    fake_host.filesystem("/dev/shm", size=64 * MiB, free=60 * MiB)
+    section = {
+        "min_size": "50%",
+        "min_free": "1MiB",
+        "loader": {"workers": None, "prefetch_factor": 2, "batch_bytes": None, "ranks": 1},
+    }
+    failing = run_one(shm.SPEC, fake_host.context(section))
+    unlimited = CheckResult.from_findings(
+        "ulimits",
+        [Finding("memlock.soft", Status.PASS, math.inf, 65536, display="unlimited")],
+    )
+    skipped = CheckResult.skipped("gpu", 'no NVIDIA driver: "libnvidia-ml.so.1" not found')
+    outcome = RunOutcome(
+        results=[failing, unlimited, skipped],
+        started_at=1_700_000_000.0,
+        duration_s=0.25,
+        profile=Profile("default", {"checks": {"shm": section}}, ["profile default"]),
+        options=RunOptions(user="alice"),
+        counts={"pass": 1, "warn": 0, "fail": 1, "skip": 1, "error": 0},
+    )
+    return build_document(outcome, outcome.exit_code(), 'ID=debian\nVERSION_ID="12"\n')
+
+
+def test_json_matches_schema_and_keeps_values(document):
+    data = json.loads(render_json(document))
+    jsonschema.validate(data, SCHEMA)
+    assert data["schema_version"] == 1
+    assert data["verdict"] == "fail" and data["exit_code"] == 1
+    assert data["started_at"] == "2023-11-14T22:13:20Z"
+    assert data["host"]["os"]["id"] == "debian" and data["host"]["os"]["version_id"] == "12"
+    shm_check = data["checks"][0]
+    assert shm_check["data"]["size_bytes"] == 64 * MiB
+    assert data["checks"][1]["findings"][0]["measured"] == "unlimited"
+
+
+def test_schema_rejects_a_broken_report(document):
+    data = json.loads(render_json(document))
+    data["checks"][0]["status"] = "green"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, SCHEMA)
+    del data["schema_version"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, SCHEMA)
+
+
+def test_junit_marks_failures_and_skips(document):
+    suite = ET.fromstring(render_junit(document))
+    assert suite.tag == "testsuite"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert cases["shm"].find("failure") is not None
+    assert "shm_size" in cases["shm"].find("failure").get("message")
+    assert cases["gpu"].find("skipped") is not None
+    assert cases["ulimits"].find("failure") is None
+
+
+def test_prometheus_textfile_parses_with_the_reference_parser(document):
+    families = {f.name: f for f in text_string_to_metric_families(render_prom(document))}
+    status = {
+        (s.labels["check"], s.labels["status"]): s.value
+        for s in families["hostcheck_check_status"].samples
+    }
+    assert status[("shm", "fail")] == 1 and status[("shm", "pass")] == 0
+    assert status[("gpu", "skip")] == 1
+    values = {
+        (s.labels["check"], s.labels["finding"]): s.value
+        for s in families["hostcheck_finding_value"].samples
+    }
+    assert values[("shm", "size")] == 64 * MiB
+    assert values[("ulimits", "memlock.soft")] == math.inf
+    assert families["hostcheck_exit_code"].samples[0].value == 1
+    assert families["hostcheck_last_run_timestamp_seconds"].samples[0].value == 1_700_000_000
+
+
+def test_report_spec_parsing():
+    assert parse_report_spec("json:-") == ("json", "-")
+    assert parse_report_spec("prom:/var/lib/node_exporter/hc.prom")[0] == "prom"
+    for bad in ("json", "xml:out.xml", "json:"):
+        with pytest.raises(ValueError, match="FORMAT:PATH"):
+            parse_report_spec(bad)
+
+
+def test_atomic_write_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "r.json"
+    write_atomic(str(target), "one")
+    write_atomic(str(target), "two")
+    assert target.read_text() == "two"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_os_release_parsing():
+    parsed = os_release('NAME="Rocky Linux"\nID="rocky"\nVERSION_ID="9.4"\nPRETTY_NAME="Rocky 9"\n')
+    assert parsed == {"id": "rocky", "version_id": "9.4", "pretty_name": "Rocky 9"}
+    assert os_release(None) == {"id": "", "version_id": "", "pretty_name": ""}
