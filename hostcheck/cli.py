@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from hostcheck import __version__
 from hostcheck.config import PROFILE_NAMES, ConfigError, Profile, load_profile
@@ -207,13 +208,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         section = dict(profile.section(check_id))
         enabled = section.pop("enabled", True)
         thresholds = "\n".join(f"{k} = {_show(v)}" for k, v in _flatten(section))
-        table.add_row(check_id, "yes" if enabled else "no", spec.title, thresholds)
+        table.add_row(check_id, "yes" if enabled else "no", escape(spec.title), escape(thresholds))
     Console(highlight=False).print(table)
     return EXIT_OK
 
 
 def _show(value: object) -> str:
-    return "null" if value is None else str(value)
+    """A threshold as it would be written in a profile."""
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -224,11 +228,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise UsageError(f"explain {args.check_id}: no such check (known: {', '.join(CHECKS)})")
     profile = _load(args)
     out = Console(highlight=False)
-    out.print(f"[bold]{spec.id}[/bold]: {spec.title}\n")
-    out.print(spec.explain + "\n")
-    out.print(f"Thresholds in profile {profile.name}:")
+    out.print(f"[bold]{spec.id}[/bold]: {escape(spec.title)}\n")
+    out.print(escape(spec.explain) + "\n")
+    out.print(f"Thresholds in profile {escape(profile.name)}:")
     for key, value in _flatten(profile.section(spec.id)):
-        out.print(f"  {spec.id}.{key} = {_show(value)}")
+        out.print(escape(f"  {spec.id}.{key} = {_show(value)}"))
     if spec.roles:
         out.print(f"\nFixed by the role(s): {', '.join(spec.roles)} (see README)")
     return EXIT_OK

@@ -11,8 +11,10 @@ STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "
 
 def render_table(document: dict, console: Console, verbose: bool = False) -> None:
     table = Table(
-        title=f"hostcheck {document['tool']['version']} on {document['host']['hostname']} "
-        f"(profile {document['profile']['name']})",
+        title=Text(
+            f"hostcheck {document['tool']['version']} on {document['host']['hostname']} "
+            f"(profile {document['profile']['name']})"
+        ),
         title_justify="left",
         expand=False,
     )
@@ -23,19 +25,19 @@ def render_table(document: dict, console: Console, verbose: bool = False) -> Non
     for check in document["checks"]:
         status = check["status"]
         table.add_row(
-            check["id"],
+            Text(check["id"]),
             Text(status.upper(), style=STYLE[status]),
-            check["summary"],
-            check["expected"],
+            Text(check["summary"]),
+            Text(check["expected"]),
         )
         if verbose:
             for finding in check["findings"]:
                 source = f" [{finding['source']}]" if finding["source"] else ""
                 table.add_row(
-                    "",
+                    Text(""),
                     Text(finding["status"], style=STYLE[finding["status"]]),
-                    f"{finding['name']}: {finding['display'] or finding['measured']}{source}",
-                    "" if finding["expected"] is None else str(finding["expected"]),
+                    Text(f"{finding['name']}: {finding['display'] or finding['measured']}{source}"),
+                    Text("" if finding["expected"] is None else str(finding["expected"])),
                 )
     console.print(table)
     to_fix = [c for c in document["checks"] if c["remedy"] and c["status"] in ("warn", "fail")]

@@ -62,8 +62,9 @@ def test_json_report_to_stdout_validates(tmp_path):
 def test_several_reports_at_once(tmp_path):
     paths = {kind: tmp_path / f"r.{kind}" for kind in ("json", "junit", "prom")}
     args = [a for kind, p in paths.items() for a in ("--report", f"{kind}:{p}")]
-    done = run_cli(*QUICK, *args, cwd=tmp_path)
+    done = run_cli(*QUICK, *args, "-v", "--user", "root", cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr
+    assert "login of root" in done.stdout  # sources with [brackets] print as text
     assert json.loads(paths["json"].read_text())["profile"]["name"] == "quick"
     assert paths["junit"].read_text().startswith("<?xml")
     assert "hostcheck_check_status{" in paths["prom"].read_text()
