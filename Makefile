@@ -9,12 +9,19 @@ TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: help venv test unit lint demo clean
+HOSTS ?= 3
+SANDBOX := $(BIN)/python -m tests.sandbox
+# Debian packages the sandbox fleet needs on this machine (installed when root and missing).
+SANDBOX_PACKAGES := mmdebstrap openssh-client util-linux mount
+
+.PHONY: help venv sandbox-tools test unit integration lint demo sandbox-up sandbox-down \
+	sandbox-status clean
 
 help:
-	@echo "make demo   run hostcheck on this machine (the sandbox fleet comes next)"
-	@echo "make test   install into .venv and run the whole test suite"
-	@echo "make lint   ruff (and ansible-lint once roles exist)"
+	@echo "make demo              bring up $(HOSTS) sandbox hosts and check them with hostcheck"
+	@echo "make test              install into .venv and run the whole test suite"
+	@echo "make lint              ruff and ansible-lint"
+	@echo "make sandbox-up HOSTS=3 | sandbox-status | sandbox-down"
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -25,19 +32,43 @@ $(STAMP): pyproject.toml Makefile
 
 venv: $(STAMP)
 
-test: $(STAMP)
+sandbox-tools:
+	@missing=""; for tool in mmdebstrap ssh ssh-keygen unshare losetup; do \
+		command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing the sandbox tools (missing:$$missing)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq --no-install-recommends $(SANDBOX_PACKAGES) >/dev/null; \
+		else echo "sandbox tools missing:$$missing (integration tests will skip)"; fi; fi
+
+test: $(STAMP) sandbox-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
 
+integration: $(STAMP) sandbox-tools
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/integration
+
+sandbox-up: $(STAMP) sandbox-tools
+	$(SANDBOX) up --hosts $(HOSTS)
+
+sandbox-down: $(STAMP)
+	$(SANDBOX) down
+
+sandbox-status: $(STAMP)
+	$(SANDBOX) status
+
 lint: $(STAMP)
 	$(BIN)/ruff check hostcheck tests benchmarks
 	$(BIN)/ruff format --check hostcheck tests benchmarks
+	$(BIN)/ansible-lint --offline
 
-demo: $(STAMP)
-	@# exit code 1 means a check failed on this machine: that is the demo's finding
-	$(BIN)/hostcheck run; rc=$$?; [ $$rc -le 1 ]
+demo: sandbox-up
+	$(BIN)/ansible-playbook -i inventory/sandbox/hosts.yml playbooks/sandbox_demo.yml
+	@echo; echo "reports: $$(ls -d $(CURDIR)/reports/*/ | tail -1)"
+	@echo "the fleet stays up: make sandbox-status; ssh in as shown above; make sandbox-down"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

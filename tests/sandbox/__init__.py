@@ -1,0 +1,1 @@
+"""The sandbox fleet: real SSH hosts in their own namespaces on this machine."""

@@ -1,0 +1,82 @@
+"""What makes `apt-get install` and `pip install` on this machine work: the files they read and
+the folders those files name. Sandbox hosts see these read-only at the same paths."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+APT_PATHS = (
+    "/etc/apt/sources.list",
+    "/etc/apt/sources.list.d",
+    "/etc/apt/apt.conf.d",
+    "/etc/apt/trusted.gpg.d",
+    "/etc/apt/preferences.d",
+    "/etc/apt/auth.conf.d",
+)
+CERTIFICATES = ("/etc/ssl/certs/ca-certificates.crt",)
+_PATHISH = re.compile(r"(?:file://)?(/[^\s'\",;]+)")
+
+
+def apt_paths() -> list[str]:
+    paths = [p for p in APT_PATHS if os.path.exists(p)]
+    for sources in Path("/etc/apt/sources.list.d").glob("*.sources"):
+        for line in sources.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "signed-by" and value.strip().startswith("/"):
+                paths.append(value.strip())
+    return paths
+
+
+def pip_config_debug() -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "debug"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    return done.stdout
+
+
+def pip_paths(debug_text: str, environ: dict[str, str]) -> list[str]:
+    """Config files pip reads, and every existing path their values or PIP_* variables name."""
+    paths: list[str] = []
+    for line in debug_text.splitlines():
+        match = re.match(r"\s+(/\S+), exists: True", line)
+        if match:
+            paths.append(match.group(1))
+            continue
+        if "=" in line or ":" in line:
+            value = line.split("=", 1)[-1] if "=" in line else line.split(":", 1)[-1]
+            paths += _PATHISH.findall(value)
+    for key, value in environ.items():
+        if key.startswith("PIP_"):
+            paths += _PATHISH.findall(value)
+    # file:///opt/pypi/simple names an index whose files live under /opt/pypi
+    expanded = []
+    for path in paths:
+        expanded.append(path)
+        if path.endswith("/simple"):
+            expanded.append(os.path.dirname(path))
+    return [p for p in dict.fromkeys(expanded) if os.path.exists(p)]
+
+
+def shared_read_only() -> list[str]:
+    """Paths bound read-only into every host, outermost first, no path inside another."""
+    found = apt_paths() + pip_paths(pip_config_debug(), dict(os.environ))
+    found += [p for p in CERTIFICATES if os.path.exists(p)]
+    unique = sorted(set(found), key=lambda p: (p.count("/"), p))
+    result: list[str] = []
+    for path in unique:
+        if not any(path == kept or path.startswith(kept.rstrip("/") + "/") for kept in result):
+            result.append(path)
+    return result
+
+
+def session_environment(environ: dict[str, str]) -> dict[str, str]:
+    """pip settings that live in environment variables, for /etc/environment of the hosts."""
+    return {k: v for k, v in sorted(environ.items()) if k.startswith("PIP_")}
