@@ -37,3 +37,24 @@ def fleet() -> Fleet:
 @pytest.fixture(scope="session")
 def hosts(fleet: Fleet):
     return fleet.hosts()
+
+
+@pytest.fixture(scope="module")
+def make_fleet():
+    """Fresh fleets of their own (instance names keep them apart), removed after the module."""
+    reason = sandbox_unavailable()
+    if reason:
+        pytest.skip(reason)
+    made: list[Fleet] = []
+
+    def make(instance: str, hosts: int = 1, **options) -> Fleet:
+        sandbox = Fleet(instance=instance, log=lambda message: None, **options)
+        made.append(sandbox)
+        sandbox.up(hosts)
+        return sandbox
+
+    try:
+        yield make
+    finally:
+        for sandbox in made:
+            sandbox.down(quiet=True)

@@ -1,0 +1,91 @@
+"""Run ansible-playbook against a sandbox fleet the way an operator would, and read the result
+(the json callback: per-host stats and every task's result)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.sandbox.fleet import CHECKOUT, Fleet
+
+ANSIBLE_BIN = Path(sys.executable).parent
+
+
+@dataclass
+class PlaybookRun:
+    returncode: int
+    output: dict
+    stderr: str
+
+    @property
+    def stats(self) -> dict[str, dict[str, int]]:
+        return self.output.get("stats", {})
+
+    def changed(self, host: str) -> int:
+        return self.stats[host]["changed"]
+
+    def failed_hosts(self) -> list[str]:
+        return sorted(h for h, s in self.stats.items() if s["failures"] or s["unreachable"])
+
+    def messages(self, host: str) -> list[str]:
+        """Failure messages of one host, in task order."""
+        found = []
+        for play in self.output.get("plays", []):
+            for task in play["tasks"]:
+                result = task["hosts"].get(host)
+                if result and result.get("failed"):
+                    found.append(str(result.get("msg", "")))
+        return found
+
+    def task_results(self, name: str) -> dict[str, dict]:
+        """Results by host of the task with this name (the last one run)."""
+        results: dict[str, dict] = {}
+        for play in self.output.get("plays", []):
+            for task in play["tasks"]:
+                if task["task"]["name"] == name:
+                    results.update(task["hosts"])
+        return results
+
+
+def run_playbook(
+    fleet: Fleet,
+    playbook: str = "site.yml",
+    extra_vars: dict | None = None,
+    check: bool = False,
+    diff: bool = False,
+    limit: str | None = None,
+    tags: str | None = None,
+    timeout: float = 1200,
+) -> PlaybookRun:
+    argv = [str(ANSIBLE_BIN / "ansible-playbook"), "-i", str(fleet.inventory), playbook]
+    if extra_vars:
+        argv += ["-e", json.dumps(extra_vars)]
+    if check:
+        argv.append("--check")
+    if diff:
+        argv.append("--diff")
+    if limit:
+        argv += ["--limit", limit]
+    if tags:
+        argv += ["--tags", tags]
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "json",
+        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+        "ANSIBLE_DEPRECATION_WARNINGS": "0",
+        "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+        "PATH": f"{ANSIBLE_BIN}:{os.environ.get('PATH', '')}",
+    }
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env=env, cwd=CHECKOUT, timeout=timeout, check=False
+    )
+    try:
+        output = json.loads(done.stdout[done.stdout.index("{") :])
+    except ValueError:
+        output = {}
+    return PlaybookRun(done.returncode, output, done.stderr + done.stdout[-3000:] * (not output))

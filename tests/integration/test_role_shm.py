@@ -1,0 +1,122 @@
+"""The shm role on sandbox hosts: size persisted and live, idempotent, never shrinks below use,
+and keeps what a hardening role wrote."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.ansible import run_playbook
+
+pytestmark = pytest.mark.integration
+MiB = 2**20
+
+
+def shm_state(fleet, host):
+    done = fleet.ssh(
+        host,
+        "echo $(findmnt --fstab -n -o OPTIONS --mountpoint /dev/shm); "
+        "df -B1 --output=size,used /dev/shm | tail -1",
+    )
+    assert done.returncode == 0, done.stderr
+    fstab, sizes = done.stdout.split("\n")[:2]
+    size, used = sizes.split()
+    return [o for o in fstab.strip().split(",") if o], int(size), int(used)
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    return make_fleet("shm", hosts=1)
+
+
+def test_converges_and_second_run_changes_nothing(fleet):
+    (host,) = fleet.hosts()
+    first = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    assert first.returncode == 0, first.stderr
+    assert first.changed(host.name) == 2  # fstab line, remount
+    options, size, _ = shm_state(fleet, host)
+    assert size == 256 * MiB
+    assert {"nosuid", "nodev", f"size={256 * MiB}"} <= set(options)
+    second = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    assert second.returncode == 0 and second.changed(host.name) == 0
+
+
+def test_percentage_of_ram(fleet):
+    (host,) = fleet.hosts()
+    run = run_playbook(fleet, extra_vars={"shm_size": "25%"}, tags="shm")
+    assert run.returncode == 0, run.stderr
+    memtotal_kib = int(fleet.ssh(host, "awk '/MemTotal/{print $2}' /proc/meminfo").stdout)
+    options, size, _ = shm_state(fleet, host)
+    pages = memtotal_kib // 4
+    assert size == -(-pages * 25 // 100) * 4096
+    assert "size=25%" in options
+
+
+def test_refuses_to_shrink_below_what_is_used(fleet):
+    (host,) = fleet.hosts()
+    assert run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm").returncode == 0
+    fleet.ssh(host, "dd if=/dev/zero of=/dev/shm/held bs=1M count=100 status=none")
+    try:
+        before = shm_state(fleet, host)
+        run = run_playbook(fleet, extra_vars={"shm_size": "64m"}, tags="shm")
+        assert run.returncode != 0
+        assert any("shm_size: 64m" in m and "not shrinking" in m for m in run.messages(host.name))
+        assert shm_state(fleet, host) == before
+    finally:
+        fleet.ssh(host, "rm -f /dev/shm/held")
+
+
+def test_keeps_options_a_hardening_role_wrote_and_restores_the_size(fleet):
+    """CIS-style hardening rewrites the fstab line without size=: the next run puts size=
+    back, keeps the hardening options, and applies the size live again."""
+    (host,) = fleet.hosts()
+    assert run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm").returncode == 0
+    fleet.ssh(
+        host,
+        "sed -i 's|^tmpfs /dev/shm .*|tmpfs /dev/shm tmpfs defaults,nodev,nosuid,noexec 0 0|' "
+        "/etc/fstab && mount -o remount,size=64m,noexec /dev/shm",
+    )
+    verify = run_playbook(
+        fleet, "playbooks/verify.yml", extra_vars={"shm_size": "256m"}, tags="shm"
+    )
+    assert verify.returncode != 0  # verification notices the drift
+    run = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    assert run.returncode == 0, run.stderr
+    options, size, _ = shm_state(fleet, host)
+    assert size == 256 * MiB
+    assert {"noexec", "nodev", "nosuid", f"size={256 * MiB}"} <= set(options)
+    assert "defaults" not in options
+    again = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    assert again.changed(host.name) == 0
+
+
+def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
+    fresh = make_fleet("shm-check", hosts=1)
+    (host,) = fresh.hosts()
+    before = shm_state(fresh, host)
+    run = run_playbook(fresh, extra_vars={"shm_size": "1g"}, check=True, diff=True, tags="shm")
+    assert run.returncode == 0, run.stderr
+    assert shm_state(fresh, host) == before
+    assert before[1] == 64 * MiB
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"shm_size": "-1G"}, "shm_size: not a size"),
+        ({"shm_size": "0"}, "shm_size: must be larger than zero"),
+        ({"shm_size": "12 parsecs"}, "shm_size: not a size"),
+        ({"shm_size": "150%"}, "shm_size: a percentage of RAM must be between"),
+        ({"shm_size": "1.5G"}, "shm_size: not a size"),
+        ({"shm_mount_options": ["nosuid", "size=1g"]}, "shm_mount_options:"),
+        ({"shm_enabled": "maybe"}, "shm_enabled"),
+    ],
+)
+def test_bad_input_fails_before_any_change(fleet, variables, message):
+    (host,) = fleet.hosts()
+    before = shm_state(fleet, host)
+    run = run_playbook(fleet, extra_vars={"shm_size": "256m", **variables})
+    assert run.returncode != 0
+    text = " ".join(run.messages(host.name)) + run.stderr
+    assert message in text
+    assert run.changed(host.name) == 0
+    assert shm_state(fleet, host) == before

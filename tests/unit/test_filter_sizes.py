@@ -1,0 +1,80 @@
+"""The size filters the roles use, against the kernel's own tmpfs arithmetic."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from hypothesis import given
+from hypothesis import strategies as st
+
+from filter_plugins.sizes import size_to_bytes, tmpfs_size_bytes, tmpfs_size_option
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("64G", 64 * 2**30),
+        ("512m", 512 * 2**20),
+        ("2GiB", 2 * 2**30),
+        ("1TB", 2**40),
+        (4096, 4096),
+        ("4096", 4096),
+    ],
+)
+def test_sizes(value, expected):
+    assert size_to_bytes(value, "x") == expected
+
+
+@pytest.mark.parametrize(
+    "value", ["-1G", "0", 0, -5, "1.5G", "12 parsecs", "G", "10iB", "", None, True, [1], "5PB"]
+)
+def test_bad_sizes_name_the_variable(value):
+    with pytest.raises(AnsibleFilterError, match=r"^shm_size: "):
+        size_to_bytes(value, "shm_size")
+
+
+@pytest.mark.parametrize("value", ["0%", "101%", "150%", "12.5%", "%"])
+def test_bad_percentages(value):
+    with pytest.raises(AnsibleFilterError, match=r"^shm_size: .*percentage"):
+        tmpfs_size_option(value, "shm_size")
+
+
+def test_tmpfs_option():
+    assert tmpfs_size_option("50%", "s") == "50%"
+    assert tmpfs_size_option("1G", "s") == str(2**30)
+
+
+@given(st.integers(min_value=1, max_value=2**50))
+def test_bytes_round_up_to_pages(size):
+    got = tmpfs_size_bytes(size, "s", 1024)
+    assert got % 4096 == 0 and size <= got < size + 4096
+
+
+@given(st.text(max_size=12))
+def test_arbitrary_text_is_a_size_or_a_named_error(text):
+    try:
+        assert size_to_bytes(text, "v") > 0
+    except AnsibleFilterError as exc:
+        assert str(exc).startswith("v: ")
+
+
+@pytest.mark.real
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root")
+@pytest.mark.parametrize("value", ["37%", "50%", "1%", "1000001", "64m"])
+def test_matches_what_the_kernel_gives(value):
+    """Mount a tmpfs in a private mount namespace and compare its size with the filter."""
+    option = tmpfs_size_option(value, "v")
+    script = (
+        "d=$(mktemp -d) && mount -t tmpfs -o size=" + option + " t $d && "
+        "df -B1 --output=size $d | tail -1; umount $d; rmdir $d"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, check=True
+    )
+    with open("/proc/meminfo") as handle:
+        memtotal_kib = int(handle.readline().split()[1])
+    assert int(done.stdout) == tmpfs_size_bytes(value, "v", memtotal_kib)
