@@ -61,8 +61,8 @@ sandbox-status: $(STAMP)
 	$(SANDBOX) status
 
 lint: $(STAMP)
-	$(BIN)/ruff check hostcheck tests benchmarks
-	$(BIN)/ruff format --check hostcheck tests benchmarks
+	$(BIN)/ruff check hostcheck tests benchmarks filter_plugins
+	$(BIN)/ruff format --check hostcheck tests benchmarks filter_plugins
 	$(BIN)/ansible-lint --offline
 
 demo: sandbox-up

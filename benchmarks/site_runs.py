@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""First and second run of site.yml on fresh sandbox fleets of 1 and 3 hosts.
+
+    sudo .venv/bin/python benchmarks/site_runs.py [--sizes 1 3]
+
+The first run installs and builds (packages, pillow-simd, hostcheck); the second should only
+look: its time is the cost of proving a host is still in shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.integration.ansible import run_playbook  # noqa: E402
+from tests.sandbox.fleet import Fleet  # noqa: E402
+
+
+def timed(fleet: Fleet) -> tuple[float, int, int]:
+    start = time.monotonic()
+    run = run_playbook(fleet, "site.yml")
+    seconds = time.monotonic() - start
+    changed = sum(s["changed"] for s in run.stats.values())
+    return seconds, changed, run.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 3])
+    args = parser.parse_args()
+    print(
+        f"{'hosts':>5} {'first s':>8} {'changed':>8} {'second s':>9} {'changed':>8} "
+        f"{'second/first':>13}  exit codes"
+    )
+    for size in args.sizes:
+        fleet = Fleet(instance="bench-site", log=lambda message: None)
+        try:
+            fleet.up(size)
+            first, first_changed, rc1 = timed(fleet)
+            second, second_changed, rc2 = timed(fleet)
+        finally:
+            fleet.down(quiet=True)
+        print(
+            f"{size:5} {first:8.1f} {first_changed:8} {second:9.1f} {second_changed:8} "
+            f"{second / first:13.2f}  {rc1} {rc2}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
