@@ -30,6 +30,7 @@ from tests.sandbox import rootfs, sources
 CHECKOUT = Path(__file__).resolve().parents[2]
 MARKER = "HOSTCHECK_SANDBOX"
 HOSTINIT = Path(__file__).with_name("hostinit.py")
+GROUP_VARS = Path(__file__).with_name("group_vars.yml")
 
 
 def fleet_id(checkout: Path, instance: str = "main") -> str:
@@ -294,6 +295,9 @@ class Fleet:
             ]
         self.inventory.parent.mkdir(parents=True, exist_ok=True)
         self.inventory.write_text("\n".join(lines) + "\n")
+        group_vars = self.inventory.parent / "group_vars"
+        group_vars.mkdir(exist_ok=True)
+        shutil.copyfile(GROUP_VARS, group_vars / "all.yml")
 
     def ssh(self, host: Host, command: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
         """Run a command on a host over SSH, as Ansible would reach it."""
@@ -356,6 +360,10 @@ class Fleet:
             self.folder.rmdir()
         with contextlib.suppress(FileNotFoundError):
             self.inventory.unlink()
+        if self.instance == "main":
+            shutil.rmtree(self.inventory.parent / "group_vars", ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self.inventory.parent.rmdir()
         summary = {"processes": killed, "loop_devices": detached, "removed": removed}
         if not quiet:
             if killed or detached or removed:
