@@ -83,8 +83,9 @@ def main() -> int:
         ratios.append(ratio)
         diffs.append(abs(diff))
         wait_cores = result.worker_cpu_wait_cores
+        shown = "on" if prefetcher else "off"
         print(
-            f"{cost_ms:5.1f} {batch:3d} {workers:2d} {step_ms:5.0f} {'on' if prefetcher else 'off':>4}"
+            f"{cost_ms:5.1f} {batch:3d} {workers:2d} {step_ms:5.0f} {shown:>4}"
             f" | {result.batches_per_s:8.2f} {model.batches_per_s:7.2f} {ratio:6.3f}"
             f" | {result.data_wait_fraction:6.1%} {model.data_wait_fraction:6.1%} {diff:+6.1%}"
             f" | {result.worker_cpu_cores:5.2f} "

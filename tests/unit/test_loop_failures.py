@@ -8,6 +8,7 @@ dataset raises, a worker hangs; each time every worker it had is gone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -286,10 +287,8 @@ def start_long_loop(sample_us: int, batch: int) -> tuple[subprocess.Popen, list[
 def kill_all(pids: list[int]) -> None:
     """Never leave a stray process behind, even when a test fails."""
     for pid in pids:
-        try:
+        with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
-        except psutil.Error:
-            pass
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
