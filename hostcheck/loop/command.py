@@ -7,9 +7,11 @@ writes the same documents as `hostcheck run`.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -107,30 +109,49 @@ def run_once(
 
 
 def sweep_table(rows: list[Any], can_pin: bool) -> Table:
-    table = Table(title="sweep", title_justify="left")
-    for name in ("workers", "pin", "prefetcher", "prefetch", "samples/s", "data-wait"):
-        table.add_column(name, justify="right" if name != "prefetcher" else "left")
-    for name in ("step ms", "worker cpu", "shm peak", "start-up p / np s"):
-        table.add_column(name, justify="right")
-    table.add_column("note")
+    """One row per configuration; `*` marks the prefetch_factor runs after the grid."""
+    table = Table(
+        title="sweep (* prefetch_factor phase)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    names = ["workers", *(["pin"] if can_pin else []), "pref", "pf", "samples/s", "wait"]
+    names += ["step ms", "cpu", "shm", "start-up"]
+    widths = {"start-up": 9, "shm": 7, "wait": 6}
+    for name in names:
+        table.add_column(
+            name,
+            justify="left" if name in ("pin", "pref") else "right",
+            no_wrap=True,
+            min_width=max(len(name), widths.get(name, 0)),
+        )
     for row in rows:
         startup = row.startup_s
-        shown_startup = " / ".join(
+        shown_startup = "/".join(
             f"{startup[k]:.2f}" if k in startup else "-" for k in ("persistent", "not persistent")
         )
-        table.add_row(
-            str(row.num_workers),
-            ("on" if row.pin_memory else "off") if can_pin else "n/a",
+        factor = str(row.prefetch_factor) if row.num_workers else "-"
+        cells = [str(row.num_workers)]
+        if can_pin:
+            cells.append("on" if row.pin_memory else "off")
+        cells += [
             "on" if row.prefetcher else "off",
-            str(row.prefetch_factor) if row.num_workers else "-",
-            f"{row.samples_per_s:.0f}",
-            f"{row.data_wait_fraction:.1%}",
-            f"{row.step_s * 1000:.1f}",
+            factor + ("*" if row.phase != "grid" else ""),
+            "failed" if row.failure else f"{row.samples_per_s:.0f}",
+            "" if row.failure else f"{row.data_wait_fraction:.1%}",
+            "" if row.failure else f"{row.step_s * 1000:.1f}",
             f"{row.worker_cpu_cores:.2f}",
-            units.format_size(row.shm_peak_bytes),
+            units.format_size(row.shm_peak_bytes).replace(" ", ""),
             shown_startup,
-            Text(row.failure or ("prefetch_factor phase" if row.phase != "grid" else "")),
-        )
+        ]
+        table.add_row(*cells)
+    table.caption = (
+        "pref: prefetcher; pf: prefetch_factor; cpu: cores the workers kept busy; shm: peak "
+        "/dev/shm use; start-up: iter() to first batch, persistent/not persistent workers"
+        + ("" if can_pin else "; pin_memory: no effect without CUDA")
+    )
+    table.caption_justify = "left"
     return table
 
 
@@ -174,6 +195,9 @@ def run_sweep(
             on_result,
         )
     console.print(sweep_table(rows, device.can_pin))
+    for row in rows:
+        if row.failure:
+            console.print(Text(f"failed: workers={row.num_workers}: {row.failure}"))
     lines = []
     data = dict(data)
     data["sweep"] = {
@@ -200,7 +224,9 @@ def run_sweep(
         from hostcheck.loop import plot
 
         try:
-            plot.write_png(rows, plot_path, _plot_title(base, device), rec)
+            plot.write_png(
+                rows, plot_path, _plot_title(base, device), rec, device.can_pin, _model(base)
+            )
             lines.append(f"plot: {plot_path}")
         except plot.PlotUnavailable as exc:
             lines.append(f"plot: not written: {exc}")
@@ -219,6 +245,19 @@ def run_sweep(
     else:
         note = "no CUDA GPU: host-to-device bandwidth not measured"
     return loop_check.assess(chosen, chosen_settings, section, bw, note, data), lines
+
+
+def _model(base: LoopSettings) -> dict | None:
+    """num_workers -> samples/s the arithmetic expects, for calibrated samples."""
+    if base.sample == "jpeg":
+        return None
+    cores = os.cpu_count() if base.sample == "busy" else None
+    return {
+        workers: theory.predict(
+            base.sample_cost_s, base.batch_size, workers, base.step_time, cores=cores
+        ).samples_per_s
+        for workers in range(0, 65)
+    }
 
 
 def _key(settings: LoopSettings) -> tuple:

@@ -25,10 +25,9 @@ def _pyplot():
     return pyplot
 
 
-def series_name(row: Row) -> str:
-    return f"pin_memory {'on' if row.pin_memory else 'off'}, prefetcher " + (
-        "on" if row.prefetcher else "off"
-    )
+def series_name(row: Row, can_pin: bool = True) -> str:
+    pin = ("on" if row.pin_memory else "off") if can_pin else "n/a (no CUDA)"
+    return f"pin_memory {pin}, prefetcher " + ("on" if row.prefetcher else "off")
 
 
 def write_png(
@@ -36,12 +35,17 @@ def write_png(
     path: str,
     title: str,
     recommendation: Recommendation | None = None,
+    can_pin: bool = True,
+    model: dict[int, float] | None = None,
 ) -> None:
+    """Throughput (top) and data-wait (bottom) against num_workers, one line per
+    pin_memory/prefetcher setting; `model`: num_workers -> samples/s the arithmetic expects
+    (without the prefetcher), drawn dashed."""
     plt = _pyplot()
     grid_rows = [r for r in rows if r.phase == "grid" and r.failure is None]
     series: dict[str, list[Row]] = {}
     for row in grid_rows:
-        series.setdefault(series_name(row), []).append(row)
+        series.setdefault(series_name(row, can_pin), []).append(row)
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(8, 6.5), dpi=110)
     markers = "osD^v<>"
     for i, (name, points) in enumerate(sorted(series.items())):
@@ -53,6 +57,17 @@ def write_png(
             [100 * r.data_wait_fraction for r in points],
             marker=markers[i % 7],
             label=name,
+        )
+    all_workers = sorted({r.num_workers for r in grid_rows})
+    if model and all_workers:
+        shown = [w for w in all_workers if w in model]
+        top.plot(
+            shown,
+            [model[w] for w in shown],
+            color="grey",
+            linestyle="--",
+            linewidth=1,
+            label="model: min(w/(c*b), 1/s), w capped at the cores",
         )
     if recommendation is not None:
         top.axvline(recommendation.num_workers, color="grey", linestyle=":", linewidth=1)
@@ -69,7 +84,6 @@ def write_png(
     bottom.set_ylabel("data-wait, % of step time")
     bottom.set_xlabel("num_workers")
     bottom.set_ylim(0, 100)
-    all_workers = sorted({r.num_workers for r in grid_rows})
     if all_workers:
         bottom.set_xticks(all_workers)
     top.legend(fontsize=8)

@@ -125,7 +125,7 @@ def recommend(rows: list[Row], tolerance: float, can_pin: bool) -> Recommendatio
     best = max(r.samples_per_s for r in grid_ok)
     reasons = [
         f"num_workers={chosen.num_workers}: the fewest within {tolerance:.0%} of the best "
-        f"throughput ({chosen.samples_per_s:.0f} of {best:.0f} samples/s)"
+        f"throughput in the grid ({chosen.samples_per_s:.0f} of {best:.0f} samples/s)"
     ]
     factor = chosen.prefetch_factor
     same = [
@@ -141,7 +141,7 @@ def recommend(rows: list[Row], tolerance: float, can_pin: bool) -> Recommendatio
             factor = min(r.prefetch_factor for r in close)
             reasons.append(
                 f"prefetch_factor={factor}: the smallest within {tolerance:.0%} at this "
-                "num_workers (each step of it holds one more batch per worker in /dev/shm)"
+                "num_workers (each unit holds one more batch per worker in /dev/shm)"
             )
     if can_pin:
         reasons.append(f"pin_memory={chosen.pin_memory}: the faster setting measured")
