@@ -107,7 +107,12 @@ def loop_findings(result: Any, settings: loop_settings.LoopSettings, cfg: dict) 
             if wanted
             else "",
             f"{result.samples_per_s:.0f} samples/s, step {1000 * result.step_s:.1f} ms "
-            f"(p95 {1000 * result.step_p95_s:.1f} ms)",
+            f"(p95 {1000 * result.step_p95_s:.1f} ms)"
+            + (
+                f", samples read from {result.dataset_files} files under {settings.dataset_path}"
+                if result.dataset_files
+                else ""
+            ),
             "measured steps",
         ),
         Finding(

@@ -76,6 +76,7 @@ class LoopResult:
     data_wait_fraction: float = 0.0  # total wait / total step time
     sample_cost_s: float | None = None  # one sample in the main process (median)
     batch_bytes: int = 0
+    dataset_files: int = 0  # files under dataset_path the samples are read from
     worker_cpu_cores: float = 0.0  # cores the workers kept busy
     main_cpu_cores: float = 0.0
     worker_cpu_wait_cores: float | None = None  # time workers waited for a CPU, in cores
@@ -263,6 +264,7 @@ class Loop:
             result.notes.append("pin_memory has no effect without CUDA (nothing to pin for)")
         if self.dataset is None:
             self.dataset = build_dataset(s, length=4096)
+        result.dataset_files = len(getattr(self.dataset, "files", ()))
         if isinstance(self.dataset, SyntheticSamples) and s.sample == "jpeg":
             result.sample_cost_s = measure_cost(self.dataset, 4)
         else:  # calibrated samples, or a caller's dataset: never run one in this process

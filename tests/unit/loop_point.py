@@ -1,6 +1,7 @@
 """Run one configuration of the loop and print its result as JSON.
 
     python loop_point.py '{"sample": "busy", "sample_cost_s": 0.01, ...}'
+    python loop_point.py '[{...}, {...}]'      (several: a list of results)
 
 Started by the tests in a session of its own (start_new_session=True): with the kernel's
 autogroup scheduling, CPU time is shared between sessions first, so on a shared machine the
@@ -26,13 +27,15 @@ def main() -> int:
     from hostcheck.loop import measure
     from hostcheck.loop.settings import LoopSettings
 
-    kwargs = json.loads(sys.argv[1])
-    if "sample_shape" in kwargs:
-        kwargs["sample_shape"] = tuple(kwargs["sample_shape"])
-    result = measure.run(LoopSettings(**kwargs))
-    data = result.to_dict()
-    data["share"] = share
-    json.dump(data, sys.stdout)
+    def one(kwargs: dict) -> dict:
+        if "sample_shape" in kwargs:
+            kwargs["sample_shape"] = tuple(kwargs["sample_shape"])
+        data = measure.run(LoopSettings(**kwargs)).to_dict()
+        data["share"] = share
+        return data
+
+    asked = json.loads(sys.argv[1])
+    json.dump([one(k) for k in asked] if isinstance(asked, list) else one(asked), sys.stdout)
     return 0
 
 

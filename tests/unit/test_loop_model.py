@@ -17,8 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from hostcheck.loop import theory
 
 HERE = Path(__file__).parent
@@ -26,19 +24,19 @@ TOLERANCE = 0.15
 
 # (cost s, batch, workers, step s, prefetcher)
 POINTS = [
-    pytest.param(0.005, 8, 0, 0.020, False, id="w0-serial"),
-    pytest.param(0.010, 8, 1, 0.040, False, id="w1-producer-bound"),
-    pytest.param(0.010, 16, 2, 0.050, True, id="w2-producer-bound"),
-    pytest.param(0.005, 8, 2, 0.040, True, id="w2-step-bound"),
+    (0.005, 8, 0, 0.020, False),  # no workers: load, then step
+    (0.010, 8, 1, 0.040, False),  # one worker, slower than the step
+    (0.010, 16, 2, 0.050, True),  # two workers, slower than the step
+    (0.005, 8, 2, 0.040, True),  # two workers, faster than the step: no wait
 ]
 
 
-def run_point(**settings: object) -> dict:
+def run_points(points: list[dict]) -> list[dict]:
     done = subprocess.run(
-        [sys.executable, str(HERE / "loop_point.py"), json.dumps(settings)],
+        [sys.executable, str(HERE / "loop_point.py"), json.dumps(points)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         start_new_session=True,
         check=False,
     )
@@ -52,34 +50,52 @@ def wait_tolerance(model: float) -> float:
     return max(TOLERANCE * model, 0.03)
 
 
-@pytest.mark.parametrize(("cost", "batch", "workers", "step", "prefetcher"), POINTS)
-def test_throughput_and_data_wait_follow_the_arithmetic(cost, batch, workers, step, prefetcher):
-    model = theory.predict(cost, batch, workers, step, prefetcher)
-    tries = []
-    for _ in range(3):
-        result = run_point(
-            device="cpu",
-            sample="busy",
-            sample_cost_s=cost,
-            batch_size=batch,
-            num_workers=workers,
-            step_time=step,
-            prefetcher=prefetcher,
-            seconds=1.2,
-            sample_shape=[3, 32, 32],
-            startup_both=False,
-        )
-        assert result["failure"] is None, result["failure"]
-        ratio = result["batches_per_s"] / model.batches_per_s
-        wait_off = abs(result["data_wait_fraction"] - model.data_wait_fraction)
-        tries.append(
-            f"throughput {result['batches_per_s']:.2f}/{model.batches_per_s:.2f} = {ratio:.3f}, "
-            f"data-wait {result['data_wait_fraction']:.3f} vs {model.data_wait_fraction:.3f}, "
-            f"workers waited for a CPU {result['worker_cpu_wait_cores']} cores "
-            f"({result['share']})"
-        )
-        if abs(ratio - 1) <= TOLERANCE and wait_off <= wait_tolerance(model.data_wait_fraction):
-            break
-    else:
-        pytest.fail("measured vs model, 3 tries:\n" + "\n".join(tries))
+def settings_for(cost, batch, workers, step, prefetcher) -> dict:
+    return {
+        "device": "cpu",
+        "sample": "busy",
+        "sample_cost_s": cost,
+        "batch_size": batch,
+        "num_workers": workers,
+        "step_time": step,
+        "prefetcher": prefetcher,
+        "seconds": 1.2,
+        "sample_shape": [3, 32, 32],
+        "startup_both": False,
+    }
+
+
+def judge(point: tuple, result: dict) -> tuple[bool, str]:
+    model = theory.predict(*point)
+    assert result["failure"] is None, result["failure"]
     assert result["batches"] >= 8
+    ratio = result["batches_per_s"] / model.batches_per_s
+    wait_off = abs(result["data_wait_fraction"] - model.data_wait_fraction)
+    ok = abs(ratio - 1) <= TOLERANCE and wait_off <= wait_tolerance(model.data_wait_fraction)
+    return ok, (
+        f"{point}: throughput {result['batches_per_s']:.2f}/{model.batches_per_s:.2f} = "
+        f"{ratio:.3f}, data-wait {result['data_wait_fraction']:.3f} vs "
+        f"{model.data_wait_fraction:.3f}, workers waited for a CPU "
+        f"{result['worker_cpu_wait_cores']} cores ({result['share']})"
+    )
+
+
+def test_throughput_and_data_wait_follow_the_arithmetic():
+    """All points in one process (one torch import); a point off by more than 15 % is
+    measured again, up to three tries in all."""
+    pending = list(POINTS)
+    tries: dict[tuple, list[str]] = {p: [] for p in POINTS}
+    for _ in range(3):
+        results = run_points([settings_for(*p) for p in pending])
+        still = []
+        for point, result in zip(pending, results):
+            ok, line = judge(point, result)
+            tries[point].append(line)
+            if not ok:
+                still.append(point)
+        pending = still
+        if not pending:
+            break
+    assert not pending, "measured vs model:\n" + "\n".join(
+        line for point in pending for line in tries[point]
+    )
