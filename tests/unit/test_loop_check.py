@@ -249,6 +249,8 @@ def test_sweep_recommends_prints_and_plots(tmp_path):
     done = run_cli(
         "loop",
         *args,
+        "--seconds",
+        "0.3",
         "--sweep",
         "--max-workers",
         "1",
@@ -286,6 +288,8 @@ def test_sweep_without_matplotlib_still_recommends(tmp_path):
             code,
             "loop",
             *args,
+            "--seconds",
+            "0.3",
             "--sweep",
             "--max-workers",
             "0",

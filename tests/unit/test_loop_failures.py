@@ -369,7 +369,7 @@ def test_a_hung_worker_times_out_and_is_killed():
             num_workers=1,
             step_time=0.002,
             seconds=2,
-            timeout=1.5,
+            timeout=1.0,
             startup_both=False,
         ),
         dataset=Hangs(),
