@@ -71,14 +71,15 @@ class Bandwidth:
         return data
 
 
-def bus_id(index: int) -> str | None:
-    """sysfs form '0000:3b:00.0' of a CUDA device, from torch's device properties."""
-    props = torch.cuda.get_device_properties(index)
-    try:
-        domain, bus, dev = props.pci_domain_id, props.pci_bus_id, props.pci_device_id
-    except AttributeError:
-        return None
-    return f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+def torch_uuid(index: int) -> str | None:
+    """The CUDA device's UUID as torch reports it, lower case, without NVML's 'GPU-'."""
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    return None if uuid is None else _bare_uuid(str(uuid))
+
+
+def _bare_uuid(text: str) -> str:
+    text = text.strip().lower()
+    return text[4:] if text.startswith("gpu-") else text
 
 
 def numa_cpus(system: System, address: str | None) -> tuple[int | None, list[int] | None]:
@@ -90,31 +91,42 @@ def numa_cpus(system: System, address: str | None) -> tuple[int | None, list[int
     return node, read_numa(system).get(node)
 
 
-def nvml_link(address: str | None, index: int) -> tuple[int | None, int | None, str | None]:
-    """(max generation, max width, problem) of the GPU's link, through NVML."""
+@dataclass
+class Link:
+    bus_id: str | None = None  # sysfs form, 0000:3b:00.0
+    generation: int | None = None  # the maximum the GPU and slot support
+    width: int | None = None
+    problem: str | None = None
+
+
+def nvml_link(uuid: str | None, index: int) -> Link:
+    """The GPU's PCI address and link through NVML, matched to the CUDA device by UUID
+    (CUDA and NVML may number GPUs differently); by index when torch gives no UUID."""
     nv = gpu_check.load_nvml()
     if nv is None:
-        return None, None, "pynvml is not installed"
+        return Link(problem="pynvml is not installed")
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        return None, None, gpu_check._reason(exc)
+        return Link(problem=gpu_check._reason(exc))
     try:
         count, problem = gpu_check.ask(nv, "nvmlDeviceGetCount")
         handle = None
         for i in range(count or 0):
             candidate, _ = gpu_check.ask(nv, "nvmlDeviceGetHandleByIndex", i)
-            pci, _ = gpu_check.ask(nv, "nvmlDeviceGetPciInfo", candidate)
-            if pci is not None and gpu_check.normalize_bus_id(pci.busId) == address:
+            found, _ = gpu_check.ask(nv, "nvmlDeviceGetUUID", candidate)
+            if uuid and found is not None and _bare_uuid(gpu_check._text(found)) == uuid:
                 handle = candidate
                 break
-        if handle is None:  # no bus id to match: CUDA and NVML order agree by default
+        if handle is None:
             handle, problem = gpu_check.ask(nv, "nvmlDeviceGetHandleByIndex", index)
             if handle is None:
-                return None, None, problem
+                return Link(problem=problem)
+        pci, _ = gpu_check.ask(nv, "nvmlDeviceGetPciInfo", handle)
         generation, _ = gpu_check.ask(nv, "nvmlDeviceGetMaxPcieLinkGeneration", handle)
         width, problem = gpu_check.ask(nv, "nvmlDeviceGetMaxPcieLinkWidth", handle)
-        return generation, width, problem
+        address = None if pci is None else gpu_check.normalize_bus_id(pci.busId)
+        return Link(address, generation, width, problem)
     finally:
         with contextlib.suppress(nv.NVMLError):
             nv.nvmlShutdown()
@@ -154,16 +166,15 @@ def time_copies(dst: Any, src: Any, repeats: int, warmup: int = 2) -> list[float
 def measure(index: int, nbytes: int, repeats: int, system: System | None = None) -> Bandwidth:
     system = system or System()
     device = torch.device("cuda", index)
-    address = bus_id(index)
-    node, cpus = numa_cpus(system, address)
-    generation, width, problem = nvml_link(address, index)
-    notes = [] if problem is None else [f"link rate unknown: {problem}"]
+    link = nvml_link(torch_uuid(index), index)
+    node, cpus = numa_cpus(system, link.bus_id)
+    notes = [] if link.problem is None else [f"link rate unknown: {link.problem}"]
     if cpus is None:
         notes.append("NUMA node of the GPU unknown: the thread was not pinned")
     with pinned_to(cpus), torch.cuda.device(device):
         dst = torch.empty(nbytes, dtype=torch.uint8, device=device)
-        pinned = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
-        pinned.fill_(1)
+        pinned = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        pinned.fill_(1)  # first touch from the pinned thread: the GPU's node
         pinned_runs = time_copies(dst, pinned, repeats)
         del pinned
         pageable = torch.ones(nbytes, dtype=torch.uint8)
@@ -171,16 +182,16 @@ def measure(index: int, nbytes: int, repeats: int, system: System | None = None)
         del pageable, dst
     return Bandwidth(
         device=f"cuda:{index}",
-        bus_id=address,
+        bus_id=link.bus_id,
         nbytes=nbytes,
         repeats=repeats,
         pinned_bytes_per_s=nbytes / statistics.median(pinned_runs),
         pageable_bytes_per_s=nbytes / statistics.median(pageable_runs),
         pinned_runs=pinned_runs,
         pageable_runs=pageable_runs,
-        link_generation=generation,
-        link_width=width,
-        link_bytes_per_s=link_rate(generation, width),
+        link_generation=link.generation,
+        link_width=link.width,
+        link_bytes_per_s=link_rate(link.generation, link.width),
         numa_node=node,
         cpus=cpus,
         notes=notes,

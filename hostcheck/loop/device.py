@@ -156,6 +156,8 @@ class CudaStreamFeeder(Feeder):
         self.iterator = iterator
         self.device = device
         self.stream = torch.cuda.Stream(device=device.torch_device)
+        # the side stream uses mean/std made on the current stream: order after them
+        self.stream.wait_stream(torch.cuda.current_stream(device.torch_device))
         self.next_batch: Any = None
         self._preload()
 
@@ -219,15 +221,20 @@ class CudaDevice:
             return CudaStreamFeeder(iterator, self)
         return DirectFeeder(iterator, self.transfer)
 
+    def _products(self, count: int) -> torch.Tensor:
+        product = self.matrix
+        for _ in range(count):
+            product = torch.mm(self.matrix, product).clamp_(-1, 1)
+        return product
+
     def prepare(self, step_s: float) -> None:
-        """Time one 1024 x 1024 matrix product with CUDA events (median of 5 runs of 10)."""
-        for _ in range(3):
-            torch.mm(self.matrix, self.matrix)
+        """Time the step's unit, a 1024 x 1024 matrix product, with CUDA events (median of
+        5 runs of 10, after a warm-up)."""
+        self._products(3)
         times = []
         for _ in range(5):
             start = self.event()
-            for _ in range(10):
-                torch.mm(self.matrix, self.matrix)
+            self._products(10)
             end = self.event()
             end.synchronize()
             times.append(start.elapsed_time(end) / 1000 / 10)
@@ -243,9 +250,7 @@ class CudaDevice:
         images = batch[0]
         start = self.event()
         acc = images.mean()
-        product = self.matrix
-        for _ in range(max(1, round(seconds / self.matmul_s))):
-            product = torch.mm(self.matrix, product).clamp_(-1, 1)
+        product = self._products(max(1, round(seconds / self.matmul_s)))
         (acc + product[0, 0]).item()  # synchronises the current stream
         self.computes.append((start, self.event()))
 
