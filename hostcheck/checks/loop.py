@@ -120,8 +120,13 @@ def loop_findings(result: Any, settings: loop_settings.LoopSettings, cfg: dict) 
             Status.PASS,
             round(result.worker_cpu_cores, 3),
             "",
-            f"{result.worker_cpu_cores:.2f} cores for {settings.num_workers} worker(s), "
-            f"main process {result.main_cpu_cores:.2f}"
+            f"{result.worker_cpu_cores:.2f} cores for {settings.num_workers} worker(s)"
+            + (
+                f" ({1000 * result.worker_cpu_per_sample_s:.2f} ms of CPU per sample)"
+                if result.worker_cpu_per_sample_s
+                else ""
+            )
+            + f", main process {result.main_cpu_cores:.2f}"
             + (
                 f"; workers waited for a CPU {result.worker_cpu_wait_cores:.2f} cores' worth"
                 if result.worker_cpu_wait_cores is not None and settings.num_workers

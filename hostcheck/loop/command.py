@@ -220,6 +220,12 @@ def run_sweep(
         "per rank: shm_size (role shm) at least that times the ranks per host"
     )
     lines += [f"  - {reason}" for reason in rec.reasons]
+    sets = [f"loop.{key}={str(value).lower()}" for key, value in rec.loader_kwargs().items()]
+    sets.append(f"loop.prefetcher={str(rec.prefetcher).lower()}")
+    lines.append(
+        "  the loop check of hostcheck run takes it from the profile: "
+        + " ".join(f"--set {item}" for item in sets)
+    )
     if plot_path:
         from hostcheck.loop import plot
 

@@ -80,6 +80,7 @@ class LoopResult:
     worker_cpu_cores: float = 0.0  # cores the workers kept busy
     main_cpu_cores: float = 0.0
     worker_cpu_wait_cores: float | None = None  # time workers waited for a CPU, in cores
+    worker_cpu_per_sample_s: float | None = None  # worker CPU seconds per sample consumed
     shm_peak_bytes: int = 0  # /dev/shm used above what it held before the loop
     shm_needed_bytes: int = 0  # workers x prefetch_factor x batch bytes
     shm_size_bytes: int = 0
@@ -254,6 +255,10 @@ class Loop:
             result.worker_cpu_cores = use.workers
             result.main_cpu_cores = use.main
             result.worker_cpu_wait_cores = use.workers_waiting
+            if s.num_workers and steps:
+                result.worker_cpu_per_sample_s = (
+                    use.workers * (end_cpu.at - start_cpu.at) / (len(steps) * s.batch_size)
+                )
 
     def run(self) -> LoopResult:
         s = self.settings
@@ -266,7 +271,7 @@ class Loop:
             self.dataset = build_dataset(s, length=4096)
         result.dataset_files = len(getattr(self.dataset, "files", ()))
         if isinstance(self.dataset, SyntheticSamples) and s.sample == "jpeg":
-            result.sample_cost_s = measure_cost(self.dataset, 4)
+            result.sample_cost_s = measure_cost(self.dataset, 8)
         else:  # calibrated samples, or a caller's dataset: never run one in this process
             result.sample_cost_s = s.sample_cost_s
         warmup, measured = plan(s, result.sample_cost_s)

@@ -349,3 +349,13 @@ def test_nvml_link_matches_the_cuda_device_by_uuid(monkeypatch, fake_host):
     node, cpus = bw_module.numa_cpus(fake_host.system(), "0000:19:00.0")
     assert node == 1 and cpus == list(range(16, 32))
     assert bw_module.numa_cpus(fake_host.system(), None) == (None, None)
+
+
+def test_default_loop_check_finishes_within_its_budget():
+    """The default profile's loop (JPEG samples, the cpu check's num_workers) on this
+    machine: well under the 30 s the loop check may take."""
+    _, result = run_loop_check([])
+    assert result.status in (Status.PASS, Status.FAIL), result.summary
+    assert result.data["result"]["failure"] is None
+    assert result.data["result"]["sample_cost_s"] > 0  # JPEG decode + crop, measured
+    assert result.duration_s < 30
