@@ -190,10 +190,18 @@ class Loop:
             **kwargs,
         )
 
+    def _iterate(self, loader: DataLoader) -> Any:
+        """iter(loader), in this thread (the workers' PR_SET_PDEATHSIG is tied to it), and
+        the worker processes it started registered for the final reaping."""
+        iterator = iter(loader)
+        if self.tracker is not None:
+            self.tracker.add_workers(getattr(iterator, "_workers", ()))
+        return iterator
+
     def _first_batch_time(self, loader: DataLoader) -> float:
         """Seconds from iter() to the first batch in hand; the epoch is then dropped."""
         start = time.perf_counter()
-        feeder = self.device.feeder(iter(loader), self.settings.prefetcher)
+        feeder = self.device.feeder(self._iterate(loader), self.settings.prefetcher)
         try:
             feeder.next()
             return time.perf_counter() - start
@@ -209,7 +217,7 @@ class Loop:
         window_start = window_end = 0.0
         total = warmup + measured
         first = time.perf_counter()
-        feeder = self.device.feeder(iter(loader), s.prefetcher)
+        feeder = self.device.feeder(self._iterate(loader), s.prefetcher)
         try:
             for index in range(total):
                 if index == warmup:
@@ -351,7 +359,7 @@ class Loop:
         return result
 
     def _run_through(self, loader: DataLoader) -> None:
-        feeder = self.device.feeder(iter(loader), self.settings.prefetcher)
+        feeder = self.device.feeder(self._iterate(loader), self.settings.prefetcher)
         try:
             while True:
                 feeder.next()

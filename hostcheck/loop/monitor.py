@@ -99,6 +99,8 @@ class CpuUse:
 def cpu_snapshot(tracker: WorkerTracker) -> CpuSnapshot:
     workers, waits = {}, {}
     for proc in tracker.refresh():
+        if tracker.workers and proc.pid not in tracker.workers:
+            continue  # multiprocessing's helpers (resource tracker, forkserver)
         with contextlib.suppress(psutil.Error):
             times = proc.cpu_times()
             workers[proc.pid] = times.user + times.system

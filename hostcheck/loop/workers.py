@@ -101,6 +101,7 @@ class WorkerTracker:
         self.me = psutil.Process()
         self.before = {p.pid for p in self._children()}  # not ours: never reaped
         self.seen: dict[int, psutil.Process] = {}
+        self.workers: set[int] = set()
         self.stderr = StderrPipe()
 
     def _children(self) -> list[psutil.Process]:
@@ -144,10 +145,20 @@ class WorkerTracker:
                 continue
         return living
 
+    def add_workers(self, processes: object) -> None:
+        """The DataLoader's worker processes (multiprocessing.Process objects)."""
+        for process in processes or ():
+            pid = getattr(process, "pid", None)
+            if pid:
+                self.workers.add(pid)
+
     def reap(self, grace_s: float = 2.0) -> list[int]:
-        """SIGKILL the workers still there after `grace_s`; the pids it had to kill."""
+        """SIGKILL the workers still there after `grace_s`; the pids it had to kill. Only the
+        DataLoader's workers: multiprocessing's own helpers (the resource tracker, a
+        forkserver) serve the whole process and end with it. When the workers could not be
+        told apart, every process that appeared during the loop counts as one."""
         self.refresh()
-        survivors = self.alive()
+        survivors = [p for p in self.alive() if not self.workers or p.pid in self.workers]
         if survivors:
             _gone, survivors = psutil.wait_procs(survivors, timeout=grace_s)
         killed = []
