@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostcheck.checks import cpu, gpu, pillow, shm, storage, sysctl, ulimits
+from hostcheck.checks import cpu, gpu, loop, pillow, shm, storage, sysctl, ulimits
 from hostcheck.checks.base import CheckContext, CheckSpec, RunOptions
 
 CHECKS: dict[str, CheckSpec] = {
@@ -16,6 +16,7 @@ CHECKS: dict[str, CheckSpec] = {
         cpu.MEMORY_SPEC,
         sysctl.SPEC,
         gpu.SPEC,
+        loop.SPEC,
     )
 }
 
