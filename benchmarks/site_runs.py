@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.integration.ansible import run_playbook  # noqa: E402
-from tests.sandbox.fleet import Fleet  # noqa: E402
+from tests.integration.ansible import run_playbook
+from tests.sandbox.fleet import Fleet
 
 
 def timed(fleet: Fleet) -> tuple[float, int, int]:

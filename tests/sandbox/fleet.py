@@ -30,7 +30,7 @@ from tests.sandbox import rootfs, sources
 CHECKOUT = Path(__file__).resolve().parents[2]
 MARKER = "HOSTCHECK_SANDBOX"
 HOSTINIT = Path(__file__).with_name("hostinit.py")
-GROUP_VARS = Path(__file__).with_name("group_vars.yml")
+GROUP_VARS = CHECKOUT / "inventory" / "sandbox_group_vars"
 
 
 def fleet_id(checkout: Path, instance: str = "main") -> str:
@@ -296,8 +296,8 @@ class Fleet:
         self.inventory.parent.mkdir(parents=True, exist_ok=True)
         self.inventory.write_text("\n".join(lines) + "\n")
         group_vars = self.inventory.parent / "group_vars"
-        group_vars.mkdir(exist_ok=True)
-        shutil.copyfile(GROUP_VARS, group_vars / "all.yml")
+        shutil.rmtree(group_vars, ignore_errors=True)
+        shutil.copytree(GROUP_VARS, group_vars)
 
     def ssh(self, host: Host, command: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
         """Run a command on a host over SSH, as Ansible would reach it."""

@@ -1,0 +1,358 @@
+"""Resource limits in the ulimits role: values checked strictly, translated for limits.conf,
+for systemd and for the kernel, and the PAM session stacks read as pam_limits sees them.
+
+{{ ulimits_memlock_soft | ulimits_conf_value('ulimits_memlock_soft', 'memlock') }}
+    the limits.conf value ('8192' KiB, 'unlimited'), or an error naming the variable
+{{ '8192' | ulimits_rlimit('memlock', nr_open) }}      what the kernel gets (bytes; nofile
+    'unlimited' is fs.nr_open, as pam_limits does; no limit is RLIM_INFINITY)
+{{ '8192' | ulimits_systemd_value('memlock', nr_open) }}  the same for system.conf ('8388608')
+{{ conf | ulimits_host_problems(raw, nr_open, pid1, may_raise) }}  why pam_limits could not
+    apply the values here, one message per problem naming the variable
+{{ proc_text | ulimits_proc_limits }}                  {item: {soft, hard}} of /proc/<pid>/limits
+{{ grep_text | ulimits_grep_files }}                   {path: text} of `grep -RsH '' PATH...`
+{{ status_text | ulimits_cap_sys_resource }}          CAP_SYS_RESOURCE effective?
+{{ grep_text | ulimits_pam_limits(services) }}         {service: present|missing|absent}
+{{ users | ulimits_entries(conf) }}                   [[domain, type, item, value], ...] to write
+{{ file_text | ulimits_conf_entries }}                 the same, read from a limits file
+{{ file_text | ulimits_plan(entries) }}                {remove: [keys], set: [entries]}
+{{ proc_text | ulimits_login_mismatches(conf, nr_open) }}  ['nofile soft: has 1024, wanted ...']
+{{ conf | ulimits_systemd_expected(nr_open) }}         {DefaultLimitNOFILE: .., ...Soft: ..}
+{{ conf | ulimits_systemd_lines(nr_open) }}            ['DefaultLimitNOFILE=65536:1048576', ..]
+{{ show_text | ulimits_systemctl_show }}               the same, read from systemctl show
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+ITEMS = ("nofile", "memlock", "nproc")
+RLIM_INFINITY = 2**64 - 1
+# No limit, as limits.conf and systemd spell it; -1 is refused (a negative number is a typo
+# more often than a wish), so is anything else with a sign.
+UNLIMITED_WORDS = ("unlimited", "infinity")
+# Far above any real limit and below every overflow: pam_limits multiplies memlock by 1024.
+MAX_VALUE = 2**53
+_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3}
+_INT = re.compile(r"^[0-9]+$")
+_MEMLOCK_UNIT = re.compile(r"^([0-9]+)\s*([KMGT])(iB)?$", re.IGNORECASE)
+# KB/MB/...: decimal to some (hostcheck profiles), binary to others (tmpfs, shm_size).
+_MEMLOCK_AMBIGUOUS = re.compile(r"^([0-9]+)\s*([KMGT])B$", re.IGNORECASE)
+
+
+def _fail(name: str, value: object, why: str) -> AnsibleFilterError:
+    return AnsibleFilterError(f"{name}: {why} (got {value!r})")
+
+
+def ulimits_conf_value(value: object, name: str, item: str) -> str:
+    """The value to write into limits.conf for `item`: a positive integer as a string, or
+    'unlimited'. memlock takes KiB (a plain number, as limits.conf has it) or a size with
+    K, M, G or T (binary: 64M = 65536 KiB); nofile and nproc take plain counts."""
+    if item not in ITEMS:
+        raise AnsibleFilterError(f"{name}: unknown limit item {item!r}")
+    usage = (
+        "a positive number of KiB (as limits.conf), a size with K, M, G or T, or 'unlimited'"
+        if item == "memlock"
+        else "a positive whole number or 'unlimited'"
+    )
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _fail(name, value, f"expected {usage}")
+    text = str(value) if isinstance(value, int) else value.strip()
+    if text in UNLIMITED_WORDS:
+        return "unlimited"
+    if _INT.match(text):
+        number = int(text)
+    elif item == "memlock" and _MEMLOCK_UNIT.match(text):
+        match = _MEMLOCK_UNIT.match(text)
+        assert match is not None
+        number = int(match.group(1)) * _KIB[match.group(2).lower()]
+    elif item == "memlock" and _MEMLOCK_AMBIGUOUS.match(text):
+        raise _fail(name, value, "ambiguous unit: write K, M, G, T or KiB, MiB, GiB, TiB (binary)")
+    elif text.startswith("-"):
+        raise _fail(name, value, f"must not be negative: use {usage}")
+    elif item == "memlock" and re.match(r"^[0-9]+\s*[A-Za-z]+$", text):
+        raise _fail(name, value, "unknown unit: use K, M, G or T (binary), or plain KiB")
+    else:
+        raise _fail(name, value, f"expected {usage}")
+    if number <= 0:
+        raise _fail(name, value, "must be larger than zero (0 forbids every file/process/page)")
+    if number > MAX_VALUE // (1024 if item == "memlock" else 1):
+        raise _fail(name, value, "too large: use 'unlimited' for no limit")
+    return str(number)
+
+
+def ulimits_rlimit(conf_value: object, item: str, nr_open: object = None) -> int:
+    """The rlimit pam_limits sets from a limits.conf value (kernel units: bytes for memlock).
+    'unlimited' is RLIM_INFINITY, except nofile, where pam_limits uses fs.nr_open."""
+    text = str(conf_value)
+    if text == "unlimited":
+        if item == "nofile":
+            try:
+                return int(str(nr_open))
+            except ValueError:
+                raise AnsibleFilterError(f"fs.nr_open not known ({nr_open!r})") from None
+        return RLIM_INFINITY
+    if not _INT.match(text):
+        raise AnsibleFilterError(f"not a limits.conf value for {item}: {conf_value!r}")
+    return int(text) * (1024 if item == "memlock" else 1)
+
+
+def ulimits_systemd_value(conf_value: object, item: str, nr_open: object = None) -> str:
+    """The value for DefaultLimitXXX= in system.conf: a number (bytes for memlock) or
+    'infinity'; nofile 'unlimited' is spelled as fs.nr_open, which is what the kernel allows."""
+    value = ulimits_rlimit(conf_value, item, nr_open)
+    return "infinity" if value == RLIM_INFINITY else str(value)
+
+
+def _var(item: str, kind: str) -> str:
+    return f"ulimits_{item}_{kind}"
+
+
+def _kib_or_count(item: str, value: int) -> str:
+    if value == RLIM_INFINITY:
+        return "unlimited"
+    return f"{value // 1024} KiB" if item == "memlock" else str(value)
+
+
+def ulimits_host_problems(
+    conf: dict, raw: dict, nr_open: object, pid1: dict, may_raise: bool
+) -> list[str]:
+    """Why pam_limits could not apply these values on this host, one message per problem,
+    each naming the variable: a soft limit above its hard limit, nofile above fs.nr_open
+    (the kernel refuses it), and, where root lacks CAP_SYS_RESOURCE (containers, the
+    sandbox), a hard limit above the one PID 1 has (no login can raise it). `raw` holds
+    the variables as given ({item: {kind: value}}), for the messages."""
+    problems = []
+    for item in ITEMS:
+        soft = ulimits_rlimit(conf[item]["soft"], item, nr_open)
+        hard = ulimits_rlimit(conf[item]["hard"], item, nr_open)
+        if soft > hard:
+            problems.append(
+                f"{_var(item, 'soft')}: {raw[item]['soft']} is above {_var(item, 'hard')}: "
+                f"{raw[item]['hard']}; a soft limit cannot exceed its hard limit"
+            )
+    if conf["nofile"]["hard"] != "unlimited" and int(conf["nofile"]["hard"]) > int(str(nr_open)):
+        problems.append(
+            f"ulimits_nofile_hard: {raw['nofile']['hard']} is above fs.nr_open of this host "
+            f"({nr_open}): the kernel refuses it, so pam_limits would fail to set nofile at "
+            f"every login. Use at most {nr_open} ('unlimited' means fs.nr_open) or raise "
+            "fs.nr_open first"
+        )
+    if not may_raise:
+        for item in ITEMS:
+            hard = ulimits_rlimit(conf[item]["hard"], item, nr_open)
+            ceiling = pid1.get(item, {}).get("hard")
+            if ceiling is not None and hard > ceiling:
+                problems.append(
+                    f"{_var(item, 'hard')}: {raw[item]['hard']} is above the hard limit PID 1 "
+                    f"has here ({_kib_or_count(item, ceiling)}), and root lacks "
+                    "CAP_SYS_RESOURCE (a container?), so pam_limits cannot raise it and logins "
+                    f"would keep their old limits. Use at most {_kib_or_count(item, ceiling)}"
+                )
+    return problems
+
+
+_PROC_NAMES = {"Max open files": "nofile", "Max locked memory": "memlock", "Max processes": "nproc"}
+_PROC_ROW = re.compile(r"^(Max [a-z ]+?)\s+(unlimited|\d+)\s+(unlimited|\d+)")
+
+
+def ulimits_proc_limits(text: object) -> dict[str, dict[str, int]]:
+    """{"nofile": {"soft": .., "hard": ..}, ...} from /proc/<pid>/limits text (anything
+    printed before the table is ignored); unlimited is RLIM_INFINITY."""
+    found: dict[str, dict[str, int]] = {}
+    for line in str(text).splitlines():
+        match = _PROC_ROW.match(line)
+        if match and match.group(1) in _PROC_NAMES:
+            soft, hard = (RLIM_INFINITY if v == "unlimited" else int(v) for v in match.group(2, 3))
+            found[_PROC_NAMES[match.group(1)]] = {"soft": soft, "hard": hard}
+    return found
+
+
+_PAM_TOKEN = re.compile(r"\[[^\]]*\]?|\S+")
+
+
+def _pam_session(service: str, files: dict[str, list[str]], seen: tuple[str, ...]) -> list[str]:
+    """The session modules a PAM service runs, following include, substack and @include."""
+    if service in seen or len(seen) > 20 or service not in files:
+        return []
+    modules: list[str] = []
+    for raw in files[service]:
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("@include"):
+            parts = line.split()
+            if len(parts) >= 2:
+                modules += _pam_session(parts[1], files, (*seen, service))
+            continue
+        tokens = _PAM_TOKEN.findall(line)
+        if len(tokens) < 3 or tokens[0].lstrip("-").lower() != "session":
+            continue
+        if tokens[1] in ("include", "substack"):
+            modules += _pam_session(tokens[2], files, (*seen, service))
+        else:
+            modules.append(tokens[2].rsplit("/", 1)[-1])
+    return modules
+
+
+def ulimits_grep_files(grep_text: object) -> dict[str, str]:
+    """{path: text} from `grep -RsH '' PATH...` output (path:line), so one command reads
+    many files; empty files do not appear."""
+    files: dict[str, list[str]] = {}
+    for line in str(grep_text).splitlines():
+        path, sep, rest = line.partition(":")
+        if sep:
+            files.setdefault(path, []).append(rest)
+    return {path: "\n".join(lines) + "\n" for path, lines in files.items()}
+
+
+def ulimits_cap_sys_resource(status_text: object) -> bool:
+    """Whether the process whose /proc/<pid>/status this is has CAP_SYS_RESOURCE (24)
+    effective: without it no process may raise a hard limit above the one it has."""
+    match = re.search(r"^CapEff:\s*([0-9a-fA-F]+)\s*$", str(status_text), re.MULTILINE)
+    if not match:
+        raise AnsibleFilterError("no CapEff line in /proc/self/status")
+    return bool(int(match.group(1), 16) >> 24 & 1)
+
+
+def ulimits_pam_limits(grep_text: object, services: list) -> dict[str, str]:
+    """For each service: 'present' when its session stack runs pam_limits.so, 'missing'
+    when it does not (limits.conf is then ignored for those logins), 'absent' when
+    /etc/pam.d has no such file. `grep_text` is `grep -r '' /etc/pam.d` output
+    (path:line)."""
+    files = {
+        path[len("/etc/pam.d/") :]: text.splitlines()
+        for path, text in ulimits_grep_files(grep_text).items()
+        if path.startswith("/etc/pam.d/")
+    }
+    state = {}
+    for service in services:
+        if service not in files:
+            state[service] = "absent"
+        elif "pam_limits.so" in _pam_session(service, files, ()):
+            state[service] = "present"
+        else:
+            state[service] = "missing"
+    return state
+
+
+KINDS = ("soft", "hard")
+
+
+def ulimits_entries(users: list, conf: dict) -> list[list[str]]:
+    """The limits.conf entries for `users`: [domain, type, item, value], soft and hard lines
+    of every item (never `-`: when a stronger entry holds the soft half, pam_limits drops
+    the hard half of a `-` line too)."""
+    return [
+        [user, kind, item, str(conf[item][kind])]
+        for user in users
+        for kind in KINDS
+        for item in ITEMS
+    ]
+
+
+def ulimits_conf_entries(text: object) -> list[list[str]]:
+    """[domain, type, item, value] of every entry of a limits.conf file, in file order."""
+    entries = []
+    for raw in str(text or "").splitlines():
+        fields = raw.split("#", 1)[0].split()
+        if len(fields) >= 4:
+            entries.append([*fields[:3], " ".join(fields[3:])])
+    return entries
+
+
+def ulimits_plan(text: object, wanted: list) -> dict[str, list[list[str]]]:
+    """What to do to our limits file so it holds exactly `wanted` ([domain, type, item,
+    value] entries): `remove` the keys ([domain, type, item]) of entries not wanted or
+    written more than once (every line of such a key goes), then `set` the wanted entries
+    that are not left in the file as they should be."""
+    now = ulimits_conf_entries(text)
+    keys_now = [entry[:3] for entry in now]
+    keys_wanted = [entry[:3] for entry in wanted]
+    remove: list[list[str]] = []
+    for key in keys_now:
+        if (key not in keys_wanted or keys_now.count(key) > 1) and key not in remove:
+            remove.append(key)
+    kept = [entry for entry in now if entry[:3] not in remove]
+    return {"remove": remove, "set": [entry for entry in wanted if entry not in kept]}
+
+
+def _show(item: str, value: int) -> str:
+    if value == RLIM_INFINITY:
+        return "unlimited"
+    if item == "memlock":
+        return f"{value // 1024} KiB" if value % 1024 == 0 else f"{value} bytes"
+    return str(value)
+
+
+def ulimits_login_mismatches(proc_text: object, conf: dict, nr_open: object) -> list[str]:
+    """What a login's /proc/self/limits has that differs from the role's values, one
+    'item kind: has X, wanted Y' per difference; [] when everything matches."""
+    live = ulimits_proc_limits(proc_text)
+    found = []
+    for item in ITEMS:
+        for kind in KINDS:
+            wanted = ulimits_rlimit(conf[item][kind], item, nr_open)
+            has = live.get(item, {}).get(kind)
+            if has is None:
+                found.append(f"{item} {kind}: not in /proc/self/limits")
+            elif has != wanted:
+                found.append(f"{item} {kind}: has {_show(item, has)}, wanted {_show(item, wanted)}")
+    return found
+
+
+SYSTEMD_NAMES = {"nofile": "NOFILE", "memlock": "MEMLOCK", "nproc": "NPROC"}
+
+
+def ulimits_systemd_expected(conf: dict, nr_open: object) -> dict[str, str]:
+    """{"DefaultLimitNOFILE": hard, "DefaultLimitNOFILESoft": soft, ...} as `systemctl show`
+    prints them (numbers, memlock in bytes, or infinity)."""
+    expected = {}
+    for item in ITEMS:
+        name = f"DefaultLimit{SYSTEMD_NAMES[item]}"
+        expected[name] = ulimits_systemd_value(conf[item]["hard"], item, nr_open)
+        expected[name + "Soft"] = ulimits_systemd_value(conf[item]["soft"], item, nr_open)
+    return expected
+
+
+def ulimits_systemd_lines(conf: dict, nr_open: object) -> list[str]:
+    """The [Manager] lines of our system.conf.d drop-in: DefaultLimitNOFILE=soft:hard ..."""
+    return [
+        f"DefaultLimit{SYSTEMD_NAMES[item]}="
+        + ":".join(ulimits_systemd_value(conf[item][kind], item, nr_open) for kind in KINDS)
+        for item in ITEMS
+    ]
+
+
+def ulimits_systemctl_show(text: object) -> dict[str, str]:
+    """{"DefaultLimitNOFILE": "524288", ...} from `systemctl show -p ...`; RLIM_INFINITY
+    printed as a number becomes infinity."""
+    shown = {}
+    for line in str(text).splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.startswith("DefaultLimit"):
+            value = value.strip()
+            shown[key.strip()] = "infinity" if value == str(RLIM_INFINITY) else value
+    return shown
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "ulimits_conf_value": ulimits_conf_value,
+            "ulimits_rlimit": ulimits_rlimit,
+            "ulimits_systemd_value": ulimits_systemd_value,
+            "ulimits_proc_limits": ulimits_proc_limits,
+            "ulimits_host_problems": ulimits_host_problems,
+            "ulimits_grep_files": ulimits_grep_files,
+            "ulimits_cap_sys_resource": ulimits_cap_sys_resource,
+            "ulimits_pam_limits": ulimits_pam_limits,
+            "ulimits_entries": ulimits_entries,
+            "ulimits_conf_entries": ulimits_conf_entries,
+            "ulimits_plan": ulimits_plan,
+            "ulimits_login_mismatches": ulimits_login_mismatches,
+            "ulimits_systemd_expected": ulimits_systemd_expected,
+            "ulimits_systemd_lines": ulimits_systemd_lines,
+            "ulimits_systemctl_show": ulimits_systemctl_show,
+        }

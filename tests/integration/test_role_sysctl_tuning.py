@@ -1,0 +1,209 @@
+"""The sysctl_tuning role on sandbox hosts. They run on this machine's kernel (same boot_id,
+read-only /proc/sys and /sys, PID 1 tini): the role must see that, write its sysctl.d file,
+apply nothing live, leave the governor and THP alone and say why; and this machine's
+sysctls and THP modes must be exactly as they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.ansible import run_playbook
+
+pytestmark = pytest.mark.integration
+PLAYBOOK = "tests/integration/playbooks/sysctl_tuning.yml"
+ROLE = Path(__file__).resolve().parents[2] / "roles" / "sysctl_tuning"
+FILE = "/etc/sysctl.d/90-hostcheck-training.conf"
+SETTINGS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())["sysctl_tuning_settings"]
+HEADER = [
+    "# Kernel tunables for PyTorch training hosts, from sysctl_tuning_settings (Ansible role",
+    "# sysctl_tuning). Lines here are rewritten by the role; change the variable instead.",
+]
+EXPECTED_LINES = [*HEADER, *(f"{k}={' '.join(str(v).split())}" for k, v in SETTINGS.items())]
+SKIP_TASK = "sysctl_tuning : Say what is not applied on this host, and why"
+
+
+def machine_state() -> dict[str, str]:
+    """This machine's values of everything the role could touch (read on the controller)."""
+    state = {}
+    for name in [*SETTINGS, "vm.dirty_ratio", "vm.overcommit_memory"]:
+        path = Path("/proc/sys") / name.replace(".", "/")
+        state[name] = " ".join(path.read_text().split())
+    for which in ("enabled", "defrag"):
+        state[f"thp {which}"] = Path(f"/sys/kernel/mm/transparent_hugepage/{which}").read_text()
+    for governor in sorted(Path("/sys/devices/system/cpu").glob("cpu*/cpufreq/scaling_governor")):
+        state[str(governor)] = governor.read_text()
+    return state
+
+
+@pytest.fixture(scope="module", autouse=True)
+def this_machine_untouched():
+    before = machine_state()
+    yield before
+    assert machine_state() == before, "the sysctl_tuning tests changed this machine's kernel"
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    return make_fleet("sysctl_tuning", hosts=1)
+
+
+def file_lines(fleet, host) -> list[str] | None:
+    done = fleet.ssh(host, f"cat {FILE}")
+    return done.stdout.splitlines() if done.returncode == 0 else None
+
+
+def run(fleet, **options):
+    return run_playbook(fleet, PLAYBOOK, **options)
+
+
+def failures(done, host) -> str:
+    """Every failure message of a host, those of loop items included."""
+    found = []
+    for play in done.output.get("plays", []):
+        for task in play["tasks"]:
+            result = task["hosts"].get(host.name) or {}
+            for item in [result, *result.get("results", [])]:
+                if item.get("failed"):
+                    found.append(str(item.get("msg", "")))
+    return " | ".join(found) + done.stderr
+
+
+def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
+    (host,) = fleet.hosts()
+    controller_boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    host_boot_id = fleet.ssh(host, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
+    assert host_boot_id == controller_boot_id  # the sandbox runs on this machine's kernel
+    live_before = fleet.ssh(host, "sysctl -n vm.swappiness vm.max_map_count").stdout
+
+    first = run(fleet)
+    assert first.returncode == 0, first.stderr
+    assert first.changed(host.name) == 2  # the header, the lines (one loop)
+    message = first.task_results(SKIP_TASK)[host.name]["msg"]
+    assert f"boot_id {controller_boot_id} equals the controller's" in message
+    assert "PID 1 is tini" in message
+    assert "/proc/sys is read-only" in message and "/sys is read-only" in message
+    assert "Skipped: live sysctl values" in message
+    assert "the CPU governor and transparent huge pages, live and at boot" in message
+    assert file_lines(fleet, host) == EXPECTED_LINES
+    assert fleet.ssh(host, "sysctl -n vm.swappiness vm.max_map_count").stdout == live_before
+    no_units = fleet.ssh(
+        host, "ls /etc/systemd/system/hostcheck-* /etc/tuned/hostcheck-training 2>/dev/null"
+    )
+    assert no_units.stdout == ""
+
+    verified = first.task_results("sysctl_tuning : Say what is not verified on this host, and why")[
+        host.name
+    ]
+    assert "the live sysctl values" in verified["msg"]
+
+    second = run(fleet)
+    assert second.returncode == 0, second.stderr
+    assert second.changed(host.name) == 0
+
+
+def test_names_left_out_or_null_leave_the_file(fleet):
+    (host,) = fleet.hosts()
+    extra = run(fleet, extra_vars={"sysctl_tuning_settings": {**SETTINGS, "vm.dirty_ratio": 30}})
+    assert extra.returncode == 0, extra.stderr
+    assert "vm.dirty_ratio=30" in file_lines(fleet, host)
+    fewer = run(fleet, extra_vars={"sysctl_tuning_settings": {**SETTINGS, "vm.swappiness": None}})
+    assert fewer.returncode == 0, fewer.stderr
+    lines = file_lines(fleet, host)
+    assert not any(line.startswith(("vm.dirty_ratio", "vm.swappiness")) for line in lines)
+    assert "vm.max_map_count=262144" in lines
+    none = run(fleet, extra_vars={"sysctl_tuning_settings": {}})
+    assert none.returncode == 0, none.stderr
+    assert file_lines(fleet, host) is None  # no settings: no file
+    back = run(fleet)
+    assert back.returncode == 0 and file_lines(fleet, host) == EXPECTED_LINES
+
+
+def test_verify_notices_an_edited_file_and_the_role_repairs_it(fleet):
+    (host,) = fleet.hosts()
+    assert run(fleet).returncode == 0
+    fleet.ssh(host, f"sed -i 's/^vm.swappiness=10$/vm.swappiness=60/' {FILE}")
+    verify = run(fleet, tags="verify")
+    assert verify.returncode != 0
+    assert '"vm.swappiness": "60"' in failures(verify, host)
+    repair = run(fleet)
+    assert repair.returncode == 0, repair.stderr
+    assert repair.changed(host.name) == 1
+    assert file_lines(fleet, host) == EXPECTED_LINES
+
+
+def test_a_file_read_after_ours_at_boot_fails_verification(fleet):
+    """/etc/sysctl.d/99-*.conf and /etc/sysctl.conf are read after 90-hostcheck-training.conf:
+    a value there wins at the next boot, so the role warns and verify fails naming it."""
+    (host,) = fleet.hosts()
+    fleet.ssh(host, "echo 'vm.swappiness = 60' > /etc/sysctl.d/99-local.conf")
+    try:
+        done = run(fleet)
+        assert done.returncode != 0
+        warned = done.task_results(
+            "sysctl_tuning : Warn about files read after ours at boot that set other values"
+        )
+        assert "/etc/sysctl.d/99-local.conf sets 60" in str(warned[host.name])
+        assert (
+            "vm.swappiness: the next boot ends with 60 from /etc/sysctl.d/99-local.conf"
+            in failures(done, host)
+        )
+        assert done.changed(host.name) == 0
+    finally:
+        fleet.ssh(host, "rm -f /etc/sysctl.d/99-local.conf")
+    assert run(fleet, tags="verify").returncode == 0
+
+
+def test_switched_off(fleet):
+    (host,) = fleet.hosts()
+    before = file_lines(fleet, host)
+    done = run(fleet, extra_vars={"sysctl_tuning_enabled": False})
+    assert done.returncode == 0, done.stderr
+    assert done.changed(host.name) == 0
+    said = done.task_results("sysctl_tuning : Say that the role is switched off")[host.name]["msg"]
+    assert "sysctl_tuning_enabled is false" in said
+    assert file_lines(fleet, host) == before
+
+
+def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
+    fresh = make_fleet("sysctl_tuning-check", hosts=1)
+    (host,) = fresh.hosts()
+    done = run(fresh, check=True, diff=True)
+    assert done.returncode == 0, done.stderr
+    assert done.changed(host.name) == 2  # would write the header and the lines
+    assert file_lines(fresh, host) is None
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"sysctl_tuning_cpu_governor": "turbo"}, "sysctl_tuning_cpu_governor"),
+        ({"sysctl_tuning_thp_enabled": "sometimes"}, "sysctl_tuning_thp_enabled"),
+        ({"sysctl_tuning_thp_defrag": "defer+never"}, "sysctl_tuning_thp_defrag"),
+        ({"sysctl_tuning_enabled": "maybe"}, "sysctl_tuning_enabled"),
+        ({"sysctl_tuning_file": "/etc/sysctl.conf"}, "sysctl_tuning_file: a file directly in"),
+        ({"sysctl_tuning_settings": "vm.swappiness=5"}, "sysctl_tuning_settings"),
+        ({"vm/swappiness": 5}, "sysctl_tuning_settings['vm/swappiness']: not a sysctl name"),
+        ({"vm.max_map_count": True}, "['vm.max_map_count']: a boolean"),
+        ({"vm.max_map_count": "lots"}, "['vm.max_map_count']: expected an integer"),
+        ({"vm.max_map_count": "0x40000"}, "['vm.max_map_count']: expected an integer"),
+        ({"net.ipv4.tcp_rmem": 16777216}, "['net.ipv4.tcp_rmem']: expected 3 integers"),
+        ({"vm.no_such_knob": 1}, "['vm.no_such_knob']: not a sysctl of this host's kernel"),
+        ({"kernel.random.boot_id": "x"}, "['kernel.random.boot_id']: a read-only sysctl"),
+    ],
+)
+def test_bad_input_fails_before_any_change(fleet, variables, message):
+    """Each bad value comes with a good change (vm.swappiness 5) that must not be made."""
+    (host,) = fleet.hosts()
+    before = file_lines(fleet, host)
+    assert before == EXPECTED_LINES  # as the tests above leave it
+    role_vars = {k: v for k, v in variables.items() if k.startswith("sysctl_tuning_")}
+    sysctls = {k: v for k, v in variables.items() if not k.startswith("sysctl_tuning_")}
+    extra = {"sysctl_tuning_settings": {**SETTINGS, "vm.swappiness": 5, **sysctls}, **role_vars}
+    done = run(fleet, extra_vars=extra)
+    assert done.returncode != 0
+    assert message in failures(done, host)
+    assert done.changed(host.name) == 0
+    assert file_lines(fleet, host) == before

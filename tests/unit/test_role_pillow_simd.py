@@ -1,0 +1,243 @@
+"""The pillow_simd role off the sandbox: its per-OS package lists and cache keys for every OS
+family (the RHEL and Ubuntu paths cannot run here), the constraint file it writes, and its
+host-side helper (probe, placeholder wheel, pip configuration) against a real, empty venv."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROLE = REPO / "roles" / "pillow_simd"
+HELPER = ROLE / "files" / "pillow_simd_helper.py"
+SPEC = importlib.util.spec_from_file_location("pillow_simd_helper", HELPER)
+helper = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(helper)
+
+VERSION = "12.1.1.post0"
+JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined)
+
+
+def render(text: str, **variables) -> str:
+    return JINJA.from_string(text).render(**variables)
+
+
+def vars_file_for(facts: dict) -> Path | None:
+    """What prepare.yml's first_found picks for these facts."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "prepare.yml").read_text())
+    (task,) = [t for t in tasks if t["name"] == "Find the package names of this OS"]
+    candidates = task["vars"]["__pillow_simd_candidates"]["files"]
+    for name in candidates:
+        path = ROLE / "vars" / render(name, ansible_facts=facts)
+        if path.exists():
+            return path
+    return None
+
+
+FACTS = {
+    "debian-12": {"distribution": "Debian", "distribution_major_version": "12",
+                  "distribution_version": "12.5", "os_family": "Debian"},
+    "ubuntu-22.04": {"distribution": "Ubuntu", "distribution_major_version": "22",
+                     "distribution_version": "22.04", "os_family": "Debian"},
+    "ubuntu-24.04": {"distribution": "Ubuntu", "distribution_major_version": "24",
+                     "distribution_version": "24.04", "os_family": "Debian"},
+    "rocky-9": {"distribution": "Rocky", "distribution_major_version": "9",
+                "distribution_version": "9.4", "os_family": "RedHat"},
+    "redhat-8": {"distribution": "RedHat", "distribution_major_version": "8",
+                 "distribution_version": "8.10", "os_family": "RedHat"},
+    "almalinux-9": {"distribution": "AlmaLinux", "distribution_major_version": "9",
+                    "distribution_version": "9.5", "os_family": "RedHat"},
+}  # fmt: skip
+JPEG = {"Debian": "libjpeg62-turbo-dev", "Ubuntu": "libjpeg-turbo8-dev"}
+
+
+@pytest.mark.parametrize("key", sorted(FACTS))
+def test_each_os_gets_its_packages_and_cache_key(key):
+    facts = FACTS[key]
+    path = vars_file_for(facts)
+    assert path is not None
+    variables = yaml.safe_load(path.read_text())
+    assert render(variables["__pillow_simd_os_key"], ansible_facts=facts) == key
+    libraries = variables["__pillow_simd_library_packages"]
+    compiler = variables["__pillow_simd_compiler_packages"]
+    if facts["os_family"] == "Debian":
+        assert JPEG[facts["distribution"]] in libraries and "zlib1g-dev" in libraries
+        assert {"build-essential", "binutils", "python3-dev"} <= set(compiler)
+        assert variables["__pillow_simd_venv_packages"] == ["python3-venv"]
+    else:
+        assert {"libjpeg-turbo-devel", "zlib-devel"} <= set(libraries)
+        assert {"gcc", "binutils", "python3-devel"} <= set(compiler)
+    # the package task of the family exists and uses that family's package module
+    setup = yaml.safe_load((ROLE / "tasks" / f"setup-{facts['os_family']}.yml").read_text())
+    module = {"Debian": "ansible.builtin.apt", "RedHat": "ansible.builtin.dnf"}
+    install = [t for t in setup if t["name"].startswith("Install")]
+    assert len(install) == 1 and module[facts["os_family"]] in install[0]
+    assert install[0][module[facts["os_family"]]]["name"] == "{{ __pillow_simd_packages }}"
+
+
+def test_an_unknown_os_has_no_vars_file_and_is_skipped():
+    facts = {"distribution": "Gentoo", "distribution_major_version": "2",
+             "distribution_version": "2.15", "os_family": "Gentoo"}  # fmt: skip
+    assert vars_file_for(facts) is None
+    prepare = (ROLE / "tasks" / "prepare.yml").read_text()
+    assert "no package list for" in prepare and "skip=true" in prepare
+
+
+def test_library_lists_differ_so_cache_keys_never_mix_os_releases():
+    hashes = {}
+    for name in ("Debian", "Ubuntu", "RedHat"):
+        variables = yaml.safe_load((ROLE / "vars" / f"{name}.yml").read_text())
+        joined = " ".join(sorted(variables["__pillow_simd_library_packages"]))
+        hashes[name] = hashlib.sha1(joined.encode()).hexdigest()
+    assert len(set(hashes.values())) == 3
+
+
+def test_constraint_file_pins_the_placeholder_and_the_release():
+    text = render(
+        (ROLE / "templates" / "constraints.txt.j2").read_text(),
+        ansible_managed="Ansible managed",
+        __pillow_simd_version=VERSION,
+    )
+    pins = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert pins == [f"pillow=={VERSION}+pillowsimd", f"pillow-simd=={VERSION}"]
+
+
+def test_defaults_match_the_argument_specs():
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    assert specs["main"] == specs["validate"]
+    options = specs["main"]["options"]
+    assert set(options) == set(defaults)
+    for name, value in defaults.items():
+        assert options[name]["default"] == value, name
+    lines = (ROLE / "defaults" / "main.yml").read_text().splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("pillow_simd_"):
+            assert lines[index - 1].startswith("# "), f"{line}: one-line comment above"
+
+
+# ---------------------------------------------------------------- the host-side helper
+
+
+def run_helper(*args: str, env: dict | None = None) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(HELPER), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def test_placeholder_wheel_installs_no_files_and_is_reproducible(tmp_path):
+    first = run_helper("placeholder", "--version", VERSION, "--out", str(tmp_path / "a"))
+    second = run_helper("placeholder", "--version", VERSION, "--out", str(tmp_path / "b"))
+    assert first["sha256"] == second["sha256"]
+    assert Path(first["path"]).name == f"pillow-{VERSION}+pillowsimd-py3-none-any.whl"
+    with zipfile.ZipFile(first["path"]) as wheel:
+        names = wheel.namelist()
+        assert all(n.startswith(f"pillow-{VERSION}+pillowsimd.dist-info/") for n in names)
+        info = f"pillow-{VERSION}+pillowsimd.dist-info"
+        meta = helper.headers(wheel.read(f"{info}/METADATA").decode())
+        assert (meta["Name"], meta["Version"]) == ("pillow", f"{VERSION}+pillowsimd")
+        assert "Requires-Dist" not in meta  # a missing pillow-simd must not trigger a rebuild
+        for path, digest in helper.record_rows(wheel.read(f"{info}/RECORD").decode()):
+            if digest:
+                assert digest == helper.record_hash(wheel.read(path))
+
+
+def test_global_pip_constraints_are_kept_install_section_first(tmp_path):
+    xdg, etc = tmp_path / "xdg.conf", tmp_path / "etc.conf"
+    xdg.write_text("[global]\nconstraint = /etc/a.txt /etc/b.txt\n")
+    found = helper.pip_global_constraints([str(xdg), str(etc)])
+    assert found == {"files": [str(xdg)], "constraints": ["/etc/a.txt", "/etc/b.txt"]}
+    etc.write_text("[install]\nconstraint = /etc/c.txt\n")  # read last, and install wins
+    assert helper.pip_global_constraints([str(xdg), str(etc)])["constraints"] == ["/etc/c.txt"]
+    assert helper.global_pip_files()[-1] == "/etc/pip.conf"
+
+
+@pytest.fixture
+def venv(tmp_path) -> Path:
+    """A real venv without pip, with a pillow-simd install the probe can judge."""
+    path = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    return path
+
+
+def fake_install(venv: Path, name: str, version: str, files: dict[str, bytes]) -> None:
+    (site,) = venv.glob("lib/python3*/site-packages")
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    rows = []
+    for relative, data in files.items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_bytes(data)
+        rows.append(f"{relative},{helper.record_hash(data)},{len(data)}")
+    rows.append(f"{info.name}/RECORD,,")
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+
+
+def probe(venv: Path, avx2: str = "yes") -> dict:
+    return run_helper(
+        "probe", "--venv", str(venv), "--version", VERSION, "--avx2", avx2,
+        "--os-key", "debian-12", "--packages-hash", "0123456789abcdef",
+    )  # fmt: skip
+
+
+def test_probe_follows_the_imaging_hash_from_the_build_record_to_the_disk(venv):
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    imaging = f"PIL/_imaging.cpython-{sys.version_info[0]}{sys.version_info[1]}-x86_64-linux-gnu.so"
+    simd_so = b"\x7fELF pillow-simd built with -mavx2"
+    found = probe(venv)
+    assert found["venv"]["state"] == "venv" and not found["simd_ok"]
+    assert found["key"].startswith("debian-12-") and found["key"].endswith(f"-{tag}-avx2-01234567")
+
+    fake_install(venv, "pillow-simd", VERSION, {"PIL/__init__.py": b"", imaging: simd_so})
+    wheel_dir = Path(found["wheel"]["dir"])
+    wheel_dir.mkdir(parents=True)
+    wheel = wheel_dir / found["wheel"]["name"]
+    wheel.write_bytes(b"the wheel")
+    record = {
+        "version": VERSION,
+        "avx2": True,
+        "wheel_sha256": hashlib.sha256(b"the wheel").hexdigest(),
+        "imaging_sha256": helper.record_hash(simd_so),
+    }
+    Path(f"{wheel}.json").write_text(json.dumps(record))
+    assert probe(venv)["simd_ok"]
+    assert not probe(venv, avx2="no")["simd_ok"]  # the other build is wanted: another key
+
+    # stock Pillow pulled in over it: two claimants, PIL files now Pillow's
+    fake_install(venv, "Pillow", "12.3.0", {imaging: b"\x7fELF stock"})
+    found = probe(venv)
+    assert not found["simd_ok"] and found["remove"] == ["Pillow"]
+    assert [c["name"] for c in found["claimants"]] == ["Pillow", "pillow-simd"]
+
+
+def test_probe_tells_the_placeholder_from_stock_pillow(venv):
+    run = run_helper("placeholder", "--version", VERSION, "--out", str(venv / "w"))
+    (site,) = venv.glob("lib/python3*/site-packages")
+    with zipfile.ZipFile(run["path"]) as wheel:
+        wheel.extractall(site)
+    assert probe(venv)["placeholder"] == {"ok": True, "version": f"{VERSION}+pillowsimd"}
+    assert probe(venv)["remove"] == []
+    # stock Pillow replaced it (same name, but it installs PIL): not ours, and to be removed
+    for info in site.glob("pillow-*.dist-info"):
+        for item in info.iterdir():
+            item.unlink()
+        info.rmdir()
+    fake_install(venv, "pillow", "12.3.0", {"PIL/Image.py": b"x"})
+    found = probe(venv)
+    assert not found["placeholder"]["ok"] and found["remove"] == ["pillow"]
