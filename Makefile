@@ -66,8 +66,11 @@ lint: $(STAMP)
 	$(BIN)/ansible-lint --offline
 
 demo: sandbox-up
-	$(BIN)/ansible-playbook -i inventory/sandbox/hosts.yml playbooks/sandbox_demo.yml
-	@echo; echo "reports: $$(ls -d $(CURDIR)/reports/*/ | tail -1)"
+	$(BIN)/ansible-playbook -i inventory/sandbox/hosts.yml site.yml
+	@stamp=$$(date -u +%Y%m%dT%H%M%SZ); $(BIN)/ansible -i inventory/sandbox/hosts.yml gpu_nodes \
+		-m ansible.builtin.fetch -o -a "src=/var/lib/hostcheck/report.json \
+		dest=$(CURDIR)/reports/$$stamp/{{ inventory_hostname }}.json flat=true" >/dev/null; \
+		echo; echo "hostcheck reports: $(CURDIR)/reports/$$stamp/"
 	@echo "the fleet stays up: make sandbox-status; ssh in as shown above; make sandbox-down"
 
 clean:
