@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 # from the training venv.
 TORCH_PIN ?= torch==2.13.0
 STAMP := $(VENV)/.installed
-JOBS ?= 2
+# pytest workers: test modules run side by side (the integration ones mostly wait on SSH and pip)
+JOBS ?= 3
 
 HOSTS ?= 3
 SANDBOX := $(BIN)/python -m tests.sandbox
@@ -43,13 +44,13 @@ sandbox-tools:
 		else echo "sandbox tools missing:$$missing (integration tests will skip)"; fi; fi
 
 test: $(STAMP) sandbox-tools
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests
+	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --durations=15 tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
 
 integration: $(STAMP) sandbox-tools
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests/integration
+	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile tests/integration
 
 sandbox-up: $(STAMP) sandbox-tools
 	$(SANDBOX) up --hosts $(HOSTS)

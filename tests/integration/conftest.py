@@ -26,7 +26,9 @@ def fleet() -> Fleet:
     reason = sandbox_unavailable()
     if reason:
         pytest.skip(reason)
-    sandbox = Fleet(instance="pytest", log=lambda message: None)
+    # one fleet per pytest-xdist worker: instance names keep their hosts and folders apart
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    sandbox = Fleet(instance=f"pytest{worker}", log=lambda message: None)
     try:
         sandbox.up(3)
         yield sandbox

@@ -46,6 +46,18 @@ AVX2_COUNT = (
     f"objdump -d --no-show-raw-insn {IMAGING} | grep -E '^ +[0-9a-f]+:\\s+vp' | grep -c ymm"
 )
 
+# Written only where this machine lends the hosts no /etc/xdg/pip/pip.conf of its own.
+GLOBAL_PIP_CONSTRAINT = (
+    "test -e /etc/xdg/pip/pip.conf || { mkdir -p /etc/xdg/pip"
+    " && printf '[global]\\nconstraint = /etc/xdg/pip/constraints.txt\\n' > /etc/xdg/pip/pip.conf"
+    " && : > /etc/xdg/pip/constraints.txt; }"
+)
+SITE_CONSTRAINTS = (
+    "import configparser, json; c = configparser.ConfigParser();"
+    " c.read('/etc/xdg/pip/pip.conf'); print(json.dumps(c.get('global', 'constraint',"
+    " fallback='').split()))"
+)
+
 
 def sh(fleet, host, command: str, ok: bool = True) -> subprocess.CompletedProcess:
     done = fleet.ssh(host, command, timeout=900)
@@ -129,6 +141,9 @@ def converged(fleet, hosts, cache):
         f"python3 -m venv {VENV} && {VENV}/bin/pip install -q torch==2.13.0 pillow=={STOCK}",
     )
     assert py_json(fleet, hosts["node1"], OWNERS) == [["pillow", STOCK]]
+    # a site-wide pip constraint, which the role must keep beside its own
+    for host in hosts.values():
+        sh(fleet, host, GLOBAL_PIP_CONSTRAINT)
     run = play(fleet, cache)
     assert run.returncode == 0, run.stderr + str(run.failed_hosts())
     return run
@@ -151,7 +166,10 @@ def test_converges_with_one_build_per_cache_key(fleet, hosts, cache, converged):
         pins = sh(fleet, host, f"cat {VENV}/pillow-simd/constraints.txt").stdout.splitlines()
         assert {f"pillow=={PLACEHOLDER}", f"pillow-simd=={VERSION}"} <= set(pins)
         config = sh(fleet, host, f"{VENV}/bin/pip config list").stdout
-        assert f"install.constraint='/etc/xdg/pip/constraints.txt {VENV}/pillow-simd/" in config
+        site_wide = py_json(fleet, host, SITE_CONSTRAINTS, python="python3")
+        assert site_wide, name
+        wanted = " ".join([*site_wide, f"{VENV}/pillow-simd/constraints.txt"])
+        assert f"install.constraint='{wanted}'" in config
         records[name] = sidecar(fleet, host)
         assert (
             records[name]["wheel_sha256"]

@@ -3,6 +3,7 @@ and cached under .cache/sandbox/rootfs/<key>: rebuilt only when what goes into i
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import shutil
@@ -71,15 +72,24 @@ def cache_key() -> str:
 
 
 def ensure_rootfs(cache: Path, log=print) -> Path:
-    """The cached root for the current recipe, built if missing; older builds are removed."""
+    """The cached root for the current recipe, built if missing; older builds are removed.
+    Fleets started in parallel (pytest workers) wait for one build instead of racing."""
     base = cache / "rootfs"
-    key = cache_key()
-    target = base / key
+    target = base / cache_key()
     if (target / "etc" / "debian_version").exists():
         return target
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base.parent / ".rootfs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "etc" / "debian_version").exists():
+            return target
+        return _build(base, target, log)
+
+
+def _build(base: Path, target: Path, log) -> Path:
+    key = target.name
     if shutil.which("mmdebstrap") is None:
         raise RuntimeError("mmdebstrap is not installed (apt-get install mmdebstrap)")
-    base.mkdir(parents=True, exist_ok=True)
     for stale in base.iterdir():
         shutil.rmtree(stale, ignore_errors=True)
     building = base / f".building-{key}"
