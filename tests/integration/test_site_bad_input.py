@@ -1,0 +1,65 @@
+"""Bad variable values stop site.yml before any change, with a message naming the variable."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.integration.ansible import run_playbook
+from tests.integration.test_site import sh
+
+pytestmark = pytest.mark.integration
+
+
+BAD_INPUT = [
+    ({"shm_size": "-1G"}, "shm_size"),
+    ({"shm_size": "64"}, None),  # unit-less bytes are allowed: 64 bytes is below what is used
+    ({"shm_size": "12 parsecs"}, "shm_size"),
+    ({"shm_size": "150%"}, "shm_size"),
+    ({"shm_size": "1.5G"}, "shm_size"),
+    ({"ulimits_nofile_soft": "lots"}, "ulimits_nofile_soft"),
+    ({"ulimits_nofile_soft": -5}, "ulimits_nofile_soft"),
+    ({"ulimits_nofile_soft": 1.5}, "ulimits_nofile_soft"),
+    ({"ulimits_memlock_soft": "8X"}, "ulimits_memlock_soft"),
+    ({"ulimits_nofile_soft": 20000, "ulimits_nofile_hard": 16384}, "ulimits_nofile"),
+    ({"ulimits_users": []}, "ulimits_users"),
+    ({"sysctl_tuning_cpu_governor": "turbo"}, "sysctl_tuning_cpu_governor"),
+    ({"sysctl_tuning_thp_enabled": "sometimes"}, "sysctl_tuning_thp_enabled"),
+    ({"sysctl_tuning_settings": {"vm.swappiness": "ten"}}, "sysctl_tuning_settings"),
+    ({"pillow_simd_venv": "venvs/train"}, "pillow_simd_venv"),
+    ({"pillow_simd_venv": "/etc/hostname"}, "pillow_simd_venv"),
+    ({"pillow_simd_version": "latest"}, "pillow_simd_version"),
+    ({"pillow_simd_avx2": "sometimes"}, "pillow_simd_avx2"),
+    ({"hostcheck_fail_on": "error"}, "hostcheck_fail_on"),
+    ({"hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}}}, "hostcheck_config"),
+]
+
+
+BAD_ROWS = [row for row in BAD_INPUT if row[1]]
+STATE = "df -B1 --output=size /dev/shm | tail -1; ls /etc/security/limits.d; ls /opt"
+
+
+@pytest.fixture(scope="module")
+def bad_run(make_fleet):
+    """One host per bad row, each with its row as host_vars, all in one site.yml run."""
+    fleet = make_fleet("site-bad", hosts=len(BAD_ROWS))
+    host_vars = fleet.inventory.parent / "host_vars"
+    host_vars.mkdir(exist_ok=True)
+    hosts = fleet.hosts()
+    for host, (variables, _) in zip(hosts, BAD_ROWS):
+        (host_vars / f"{host.name}.yml").write_text(yaml.safe_dump(variables))
+    before = {host.name: sh(fleet, host, STATE) for host in hosts}
+    return fleet, hosts, before, run_playbook(fleet, "site.yml")
+
+
+@pytest.mark.parametrize(
+    ("row", "named"), [(index, named) for index, (_, named) in enumerate(BAD_ROWS)]
+)
+def test_bad_input_stops_before_any_change(bad_run, row, named):
+    fleet, hosts, before, run = bad_run
+    host = hosts[row]
+    assert run.returncode != 0
+    assert host.name in run.failed_hosts()
+    assert run.changed(host.name) == 0
+    assert named in " ".join(run.messages(host.name))
+    assert sh(fleet, host, STATE) == before[host.name]
