@@ -17,7 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.integration.ansible import run_playbook
-from tests.sandbox.fleet import Fleet
+from tests.sandbox.fleet import CHECKOUT, Fleet
+
+WHEEL_CACHE = CHECKOUT / ".cache/pillow_simd/wheels"
 
 
 def timed(fleet: Fleet) -> tuple[float, int, int]:
@@ -32,6 +34,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 3])
     args = parser.parse_args()
+    cached = sorted(p.name for p in WHEEL_CACHE.glob("*/*.whl")) if WHEEL_CACHE.exists() else []
+    print(
+        f"pillow-simd wheels in the controller cache at the start: {len(cached)} "
+        "(0: the first 1-host run builds one; later first runs copy it)"
+    )
     print(
         f"{'hosts':>5} {'first s':>8} {'changed':>8} {'second s':>9} {'changed':>8} "
         f"{'second/first':>13}  exit codes"
