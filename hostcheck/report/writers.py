@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,12 +21,12 @@ class ReportSpecError(ValueError):
     pass
 
 
-def parse_report_spec(text: str) -> tuple[str, str]:
+def parse_report_spec(text: str, formats: Sequence[str] = FORMATS) -> tuple[str, str]:
     """`json:PATH` -> ("json", PATH); PATH "-" is standard output."""
     kind, sep, path = text.partition(":")
-    if not sep or kind not in FORMATS or not path:
+    if not sep or kind not in formats or not path:
         raise ReportSpecError(
-            f"--report {text}: expected FORMAT:PATH with FORMAT one of {', '.join(FORMATS)} "
+            f"--report {text}: expected FORMAT:PATH with FORMAT one of {', '.join(formats)} "
             "and PATH a file or - for standard output"
         )
     return kind, path
@@ -185,6 +186,11 @@ RENDERERS: dict[str, Callable[..., str]] = {
 
 def write_report(kind: str, path: str, document: dict, fail_on_warn: bool = False) -> None:
     text = render_junit(document, fail_on_warn) if kind == "junit" else RENDERERS[kind](document)
+    write_report_text(path, text)
+
+
+def write_report_text(path: str, text: str) -> None:
+    """To standard output for `-`, else atomically to the file."""
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
