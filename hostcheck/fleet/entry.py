@@ -37,7 +37,7 @@ class HostEntry:
     started_at: str = ""
     profile: str = ""
     checks: dict[str, str] = field(default_factory=dict)  # check id -> status
-    problems: dict[str, str] = field(default_factory=dict)  # check id -> summary, not passing
+    problems: dict[str, str] = field(default_factory=dict)  # check id -> summary unless pass
     values: dict[str, Any] = field(default_factory=dict)  # check.finding -> measured
     displays: dict[str, str] = field(default_factory=dict)  # check.finding -> display
     facts: dict[str, Any] = field(default_factory=dict)  # driver, gpu_model, cpu_model ...

@@ -23,8 +23,18 @@ class Unusable(ValueError):
     """The document is not a report fleet can count; the message says why."""
 
 
+def clean(text: str) -> str:
+    """Text that can be written as UTF-8: lone surrogates (from JSON escapes such as
+    \\ud800, or from file names that are not UTF-8) become their escape sequence."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
-    text = value if isinstance(value, str) else str(value)
+    text = clean(value if isinstance(value, str) else str(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -97,7 +107,7 @@ def from_marker(document: dict, host: str, file: str) -> HostEntry:
         file=file,
         state=state,
         reason=reason,
-        started_at=at if isinstance(at, str) else "",
+        started_at=_text(at, 40) if isinstance(at, str) else "",
     )
 
 
@@ -130,7 +140,7 @@ def from_report(document: dict, host: str, file: str) -> HostEntry:
         host=host,
         file=file,
         hostname=_text(hostname, 120),
-        started_at=started if isinstance(started, str) else "",
+        started_at=_text(started, 40) if isinstance(started, str) else "",
         profile=_text(profile.get("name", ""), 80) if isinstance(profile, dict) else "",
         facts=facts,
     )
@@ -147,7 +157,7 @@ def from_report(document: dict, host: str, file: str) -> HostEntry:
         status = _status(check, where)
         entry.checks[check_id] = status
         data[check_id] = _need(check, "data", dict, where)
-        if status in ("warn", "fail", "error"):
+        if status != "pass":
             summary = check.get("summary")
             entry.problems[check_id] = _text(summary) if isinstance(summary, str) else ""
         _take_findings(entry, check_id, _need(check, "findings", list, where), where)

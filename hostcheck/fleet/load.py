@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hostcheck.fleet.entry import UNREADABLE, HostEntry, natural_key
-from hostcheck.fleet.extract import Unusable, from_document
+from hostcheck.fleet.extract import Unusable, clean, from_document
 
 MAX_BYTES = 64 * 2**20  # a report is ~35 KB; anything this large is not one
 PARALLEL_FROM = 200  # files; fewer are read in this process
@@ -87,14 +87,14 @@ def parse(raw: bytes) -> Any:
 
 def read_entry(directory: str, name: str) -> HostEntry | None:
     """The entry for one file of an audit folder; None for a fleet output in it."""
-    host = name[: -len(".json")]
+    host = clean(name[: -len(".json")])
     try:
-        return from_document(parse(read_bytes(os.path.join(directory, name))), host, name)
+        return from_document(parse(read_bytes(os.path.join(directory, name))), host, clean(name))
     except Unusable as exc:
-        return HostEntry(host=host, file=name, state=UNREADABLE, reason=str(exc))
+        return HostEntry(host=host, file=clean(name), state=UNREADABLE, reason=str(exc))
     except Exception as exc:  # a report is never allowed to stop the others
-        reason = f"internal error reading it: {type(exc).__name__}: {exc}"
-        return HostEntry(host=host, file=name, state=UNREADABLE, reason=reason[:300])
+        reason = clean(f"internal error reading it: {type(exc).__name__}: {exc}")
+        return HostEntry(host=host, file=clean(name), state=UNREADABLE, reason=reason[:300])
 
 
 def _read_chunk(items: list[tuple[str, str]]) -> list[HostEntry | None]:
