@@ -54,14 +54,18 @@ def read_bytes(path: str) -> bytes:
         if exc.errno is not None and os.path.isdir(path):
             raise Unusable("a directory, not a file") from None
         raise Unusable(f"cannot read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    problem = None
+    if stat.S_ISDIR(info.st_mode):
+        problem = "a directory, not a file"
+    elif not stat.S_ISREG(info.st_mode):
+        problem = "not a regular file"
+    elif info.st_size > MAX_BYTES:
+        problem = f"too large for a report: {info.st_size} bytes"
+    if problem:
+        os.close(fd)
+        raise Unusable(problem)
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if stat.S_ISDIR(info.st_mode):
-            raise Unusable("a directory, not a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise Unusable("not a regular file")
-        if info.st_size > MAX_BYTES:
-            raise Unusable(f"too large for a report: {info.st_size} bytes")
         try:
             return handle.read(MAX_BYTES + 1)
         except OSError as exc:
@@ -78,7 +82,8 @@ def parse(raw: bytes) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
+        # a string that runs to the end of the file is one too: it cannot hold a newline
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
             raise Unusable(f"truncated JSON: ends after {len(raw)} bytes") from None
         raise Unusable(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except (ValueError, RecursionError) as exc:  # 5000-digit integers, nesting too deep
