@@ -13,8 +13,10 @@ HOSTS ?= 3
 SANDBOX := $(BIN)/python -m tests.sandbox
 # Debian packages the sandbox fleet needs on this machine (installed when root and missing).
 SANDBOX_PACKAGES := mmdebstrap openssh-client util-linux mount
+# The browser the fleet HTML test renders the page with (installed when root and missing).
+BROWSER_PACKAGES := chromium
 
-.PHONY: help venv sandbox-tools test unit integration lint demo sandbox-up sandbox-down \
+.PHONY: help venv sandbox-tools browser test unit integration lint demo sandbox-up sandbox-down \
 	sandbox-status clean
 
 help:
@@ -42,10 +44,18 @@ sandbox-tools:
 				apt-get install -y -qq --no-install-recommends $(SANDBOX_PACKAGES) >/dev/null; \
 		else echo "sandbox tools missing:$$missing (integration tests will skip)"; fi; fi
 
-test: $(STAMP) sandbox-tools
+browser:
+	@if ! command -v chromium >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing chromium (the fleet HTML test renders its page with it)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq --no-install-recommends $(BROWSER_PACKAGES) >/dev/null; \
+		else echo "chromium missing (the fleet HTML test will skip)"; fi; fi
+
+test: $(STAMP) sandbox-tools browser
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
 
 integration: $(STAMP) sandbox-tools

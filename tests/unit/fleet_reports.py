@@ -52,6 +52,7 @@ def host(base: dict, name: str, **changes: Any) -> dict:
     for check_id in doc["checks"]:
         check_id["status"] = "pass" if check_id["status"] != "skip" else "skip"
     hardware(doc, *changes.get("hw", ("NVIDIA H100 80GB HBM3", 8, "AMD EPYC 9654")))
+    status(doc, "loop", "pass")  # the quick profile skips the loop; these hosts ran it
     throughput, wait = changes.get("loop", (1000.0, 0.01))
     finding(doc, "loop", "throughput", throughput)
     finding(doc, "loop", "data-wait", wait)
