@@ -51,6 +51,25 @@ def _profile_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _report_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="FORMAT:PATH",
+        help=f"also write {what} (- for stdout; repeatable)",
+    )
+
+
+def _fail_on_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--fail-on",
+        choices=("fail", "warn"),
+        default="fail",
+        help=f"lowest {what} that makes the exit code 1 (default: fail)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hostcheck",
@@ -79,19 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="run only this check (repeatable)",
     )
-    run.add_argument(
-        "--report",
-        action="append",
-        default=[],
-        metavar="FORMAT:PATH",
-        help="also write json:PATH, junit:PATH or prom:PATH (- for stdout; repeatable)",
-    )
-    run.add_argument(
-        "--fail-on",
-        choices=("fail", "warn"),
-        default="fail",
-        help="lowest status that makes the exit code 1 (default: fail)",
-    )
+    _report_option(run, "json:PATH, junit:PATH or prom:PATH")
+    _fail_on_option(run, "status")
     run.add_argument("-v", "--verbose", action="store_true", help="show every finding")
 
     _loop_parser(commands)
@@ -143,13 +151,7 @@ def _loop_parser(commands: argparse._SubParsersAction) -> None:
         "--max-workers", type=int, metavar="N", help="sweep up to N workers (default: cores)"
     )
     loop.add_argument("--plot", metavar="PNG", help="with --sweep: write the sweep as a PNG")
-    loop.add_argument(
-        "--report",
-        action="append",
-        default=[],
-        metavar="FORMAT:PATH",
-        help="also write json:PATH, junit:PATH or prom:PATH (- for stdout; repeatable)",
-    )
+    _report_option(loop, "json:PATH, junit:PATH or prom:PATH")
     loop.add_argument("-v", "--verbose", action="store_true", help="show every finding")
 
 
@@ -182,19 +184,8 @@ def _fleet_parser(commands: argparse._SubParsersAction) -> None:
         default="table",
         help="what goes to standard output (default: table)",
     )
-    fleet.add_argument(
-        "--report",
-        action="append",
-        default=[],
-        metavar="FORMAT:PATH",
-        help="also write json, jsonl, junit, prom or html to PATH (- for stdout; repeatable)",
-    )
-    fleet.add_argument(
-        "--fail-on",
-        choices=("fail", "warn"),
-        default="fail",
-        help="lowest host verdict that makes the exit code 1 (default: fail)",
-    )
+    _report_option(fleet, "json, jsonl, junit, prom or html to PATH")
+    _fail_on_option(fleet, "host verdict")
     fleet.add_argument(
         "--jobs", type=int, metavar="N", help="processes reading reports (default: CPUs)"
     )

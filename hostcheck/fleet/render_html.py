@@ -13,7 +13,14 @@ from hostcheck.fleet.analyze import FleetReport
 from hostcheck.fleet.document import iso
 from hostcheck.fleet.entry import REPORT, VERDICTS, HostEntry
 from hostcheck.fleet.outliers import numeric
-from hostcheck.fleet.render_table import host_reason, number
+from hostcheck.fleet.render_table import (
+    DRIFT_HEADERS,
+    OUTLIER_HEADERS,
+    drift_cells,
+    host_reason,
+    number,
+    outlier_cells,
+)
 
 MAX_BARS = 100  # hosts per chart; more are shown as the worst ones
 
@@ -207,42 +214,20 @@ def _sections(report: FleetReport) -> list[str]:
         parts += ["<h2>Hosts per check</h2>", _table(["check", *statuses], rows, 1)]
     parts.append(f"<h2>Outliers ({len(report.outliers)})</h2>")
     if report.outliers:
-        rows = [
-            [
-                o.host,
-                o.metric,
-                number(o.value),
-                number(o.median),
-                "" if o.ratio is None else f"{o.ratio:.2f}",
-                "MAD 0" if o.z is None else f"{o.z:+.1f}",
-                f"{o.group} ({o.group_size})",
-            ]
-            for o in report.outliers
-        ]
-        headers = ["host", "metric", "value", "group median", "x median", "z", "group (hosts)"]
-        parts.append(_table(headers, rows))
+        parts.append(_table(OUTLIER_HEADERS, [outlier_cells(o) for o in report.outliers]))
     else:
         parts.append('<p class="small">none: hosts with the same hardware measure alike</p>')
     if report.baseline is None:
         parts.append(f'<h2>Drift</h2><p class="small">{e(report.baseline_note)}</p>')
     else:
         parts.append(f"<h2>Drift since {e(report.baseline.source)} ({len(report.drift)})</h2>")
-        rows = [
-            [c.host, f"{c.kind} {c.key}".strip(), _value(c.before), _value(c.after), c.note]
-            for c in report.drift
-        ]
+        rows = [drift_cells(c) for c in report.drift]
         parts.append(
-            _table(["host", "what", "before", "after", "note"], rows)
-            if rows
-            else '<p class="small">nothing changed</p>'
+            _table(DRIFT_HEADERS, rows) if rows else '<p class="small">nothing changed</p>'
         )
     if report.ignored:
         parts.append('<h2>Not read</h2><p class="small">' + e(", ".join(report.ignored)) + "</p>")
     return parts
-
-
-def _value(value: object) -> str:
-    return "" if value is None else str(value)
 
 
 def render_html(report: FleetReport) -> str:

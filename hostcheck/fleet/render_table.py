@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.text import Text
 
 from hostcheck.fleet.analyze import FleetReport
+from hostcheck.fleet.drift import Change
 from hostcheck.fleet.entry import STATUSES, VERDICTS, HostEntry
+from hostcheck.fleet.outliers import Outlier
 from hostcheck.report.table import STYLE
 
 VERDICT_STYLE = {
@@ -86,38 +88,39 @@ def _checks(report: FleetReport) -> Text:
     return columns(title, ("check", *heads), rows, right=range(1, len(heads) + 1))
 
 
+OUTLIER_HEADERS = ("host", "metric", "value", "median", "x median", "z", "hardware group")
+DRIFT_HEADERS = ("host", "what", "before", "after", "note")
+
+
+def outlier_cells(o: Outlier) -> tuple[str, ...]:
+    return (
+        o.host,
+        o.metric,
+        number(o.value),
+        number(o.median),
+        "" if o.ratio is None else f"{o.ratio:.2f}",
+        "MAD 0" if o.z is None else f"{o.z:+.1f}",
+        f"{o.group} ({o.group_size} hosts)",
+    )
+
+
+def drift_cells(c: Change) -> tuple[str, ...]:
+    before = "" if c.before is None else str(c.before)
+    after = "" if c.after is None else str(c.after)
+    return (c.host, f"{c.kind} {c.key}".strip(), before, after, c.note)
+
+
 def _outliers(report: FleetReport) -> Text:
-    rows = [
-        (
-            o.host,
-            o.metric,
-            number(o.value),
-            number(o.median),
-            "" if o.ratio is None else f"{o.ratio:.2f}",
-            "MAD 0" if o.z is None else f"{o.z:+.1f}",
-            f"{o.group} ({o.group_size} hosts)",
-        )
-        for o in report.outliers
-    ]
-    headers = ("host", "metric", "value", "median", "x median", "z", "hardware group")
+    rows = [outlier_cells(o) for o in report.outliers]
     title = f"outliers ({len(rows)}): far from the median of hosts with the same hardware"
-    return columns(title, headers, rows, right=(2, 3, 4, 5))
+    return columns(title, OUTLIER_HEADERS, rows, right=(2, 3, 4, 5))
 
 
 def _drift(report: FleetReport) -> Text:
     assert report.baseline is not None
-    rows = [
-        (
-            c.host,
-            f"{c.kind} {c.key}".strip(),
-            "" if c.before is None else str(c.before),
-            "" if c.after is None else str(c.after),
-            c.note,
-        )
-        for c in report.drift
-    ]
+    rows = [drift_cells(c) for c in report.drift]
     title = f"drift ({len(rows)}) since {report.baseline.source}"
-    return columns(title, ("host", "what", "before", "after", "note"), rows)
+    return columns(title, DRIFT_HEADERS, rows)
 
 
 def render_table(report: FleetReport, console: Console) -> None:
