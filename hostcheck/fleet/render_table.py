@@ -68,10 +68,11 @@ def columns(
     text.append(f"{title}\n", style="bold")
     text.append("  ".join(pad(i, h) for i, h in enumerate(headers)).rstrip() + "\n", style="dim")
     for index, row in enumerate(cells):
-        for i, value in enumerate(row):
+        last = max((i for i, value in enumerate(row) if value), default=0)
+        for i, value in enumerate(row[: last + 1]):
             style = styles[index] if i == 1 and index < len(styles) else None
-            text.append(pad(i, value), style=style)
-            text.append("  " if i < len(row) - 1 else "\n")
+            text.append(pad(i, value) if i < last or i in right else value, style=style)
+            text.append("  " if i < last else "\n")
     return text
 
 
