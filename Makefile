@@ -14,12 +14,14 @@ HOSTS ?= 3
 SANDBOX := $(BIN)/python -m tests.sandbox
 # Debian packages the sandbox fleet needs on this machine (installed when root and missing).
 SANDBOX_PACKAGES := mmdebstrap openssh-client util-linux mount
+# The browser the fleet HTML test renders the page with (installed when root and missing).
+BROWSER_PACKAGES := chromium
 
-.PHONY: help venv sandbox-tools test unit integration lint demo sandbox-up sandbox-down \
+.PHONY: help venv sandbox-tools browser test unit integration lint demo sandbox-up sandbox-down \
 	sandbox-status clean
 
 help:
-	@echo "make demo              bring up $(HOSTS) sandbox hosts and check them with hostcheck"
+	@echo "make demo              bring up $(HOSTS) sandbox hosts, provision them (site.yml), audit them"
 	@echo "make test              install into .venv and run the whole test suite"
 	@echo "make lint              ruff and ansible-lint"
 	@echo "make sandbox-up HOSTS=3 | sandbox-status | sandbox-down"
@@ -33,20 +35,29 @@ $(STAMP): pyproject.toml Makefile
 
 venv: $(STAMP)
 
-sandbox-tools:
-	@missing=""; for tool in mmdebstrap ssh ssh-keygen unshare losetup; do \
-		command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+# $(call apt_install,WHAT,COMMANDS,PACKAGES): install PACKAGES with apt when root and one of
+# COMMANDS is missing; without root say which tests will skip.
+define apt_install
+	@missing=""; for tool in $(2); do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
-			echo "installing the sandbox tools (missing:$$missing)"; \
+			echo "installing $(1) (missing:$$missing)"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-				apt-get install -y -qq --no-install-recommends $(SANDBOX_PACKAGES) >/dev/null; \
-		else echo "sandbox tools missing:$$missing (integration tests will skip)"; fi; fi
+				apt-get install -y -qq --no-install-recommends $(3) >/dev/null; \
+		else echo "$(1) not installed (missing:$$missing): their tests will skip"; fi; fi
+endef
 
-test: $(STAMP) sandbox-tools
+sandbox-tools:
+	$(call apt_install,the sandbox tools,mmdebstrap ssh ssh-keygen unshare losetup,$(SANDBOX_PACKAGES))
+
+# the fleet HTML test renders its page in headless Chromium
+browser:
+	$(call apt_install,the browser,chromium,$(BROWSER_PACKAGES))
+
+test: $(STAMP) sandbox-tools browser
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --durations=15 tests
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
 
 integration: $(STAMP) sandbox-tools
@@ -68,10 +79,7 @@ lint: $(STAMP)
 
 demo: sandbox-up
 	$(BIN)/ansible-playbook -i inventory/sandbox/hosts.yml site.yml
-	@stamp=$$(date -u +%Y%m%dT%H%M%SZ); $(BIN)/ansible -i inventory/sandbox/hosts.yml gpu_nodes \
-		-m ansible.builtin.fetch -o -a "src=/var/lib/hostcheck/report.json \
-		dest=$(CURDIR)/reports/$$stamp/{{ inventory_hostname }}.json flat=true" >/dev/null; \
-		echo; echo "hostcheck reports: $(CURDIR)/reports/$$stamp/"
+	$(BIN)/ansible-playbook -i inventory/sandbox/hosts.yml playbooks/audit.yml
 	@echo "the fleet stays up: make sandbox-status; ssh in as shown above; make sandbox-down"
 
 clean:

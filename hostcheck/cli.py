@@ -1,4 +1,4 @@
-"""`hostcheck run | loop | list | explain`: the command line."""
+"""`hostcheck run | loop | fleet | list | explain`: the command line."""
 
 from __future__ import annotations
 
@@ -51,6 +51,25 @@ def _profile_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _report_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="FORMAT:PATH",
+        help=f"also write {what} (- for stdout; repeatable)",
+    )
+
+
+def _fail_on_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--fail-on",
+        choices=("fail", "warn"),
+        default="fail",
+        help=f"lowest {what} that makes the exit code 1 (default: fail)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hostcheck",
@@ -79,22 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="run only this check (repeatable)",
     )
-    run.add_argument(
-        "--report",
-        action="append",
-        default=[],
-        metavar="FORMAT:PATH",
-        help="also write json:PATH, junit:PATH or prom:PATH (- for stdout; repeatable)",
-    )
-    run.add_argument(
-        "--fail-on",
-        choices=("fail", "warn"),
-        default="fail",
-        help="lowest status that makes the exit code 1 (default: fail)",
-    )
+    _report_option(run, "json:PATH, junit:PATH or prom:PATH")
+    _fail_on_option(run, "status")
     run.add_argument("-v", "--verbose", action="store_true", help="show every finding")
 
     _loop_parser(commands)
+
+    _fleet_parser(commands)
 
     listing = commands.add_parser("list", help="show the checks and their thresholds")
     _profile_options(listing)
@@ -141,14 +151,44 @@ def _loop_parser(commands: argparse._SubParsersAction) -> None:
         "--max-workers", type=int, metavar="N", help="sweep up to N workers (default: cores)"
     )
     loop.add_argument("--plot", metavar="PNG", help="with --sweep: write the sweep as a PNG")
-    loop.add_argument(
-        "--report",
-        action="append",
-        default=[],
-        metavar="FORMAT:PATH",
-        help="also write json:PATH, junit:PATH or prom:PATH (- for stdout; repeatable)",
-    )
+    _report_option(loop, "json:PATH, junit:PATH or prom:PATH")
     loop.add_argument("-v", "--verbose", action="store_true", help="show every finding")
+
+
+FLEET_FORMATS = ("table", "json", "jsonl", "junit", "prom", "html")
+
+
+def _fleet_parser(commands: argparse._SubParsersAction) -> None:
+    fleet = commands.add_parser(
+        "fleet",
+        help="one verdict for an audit folder of reports: failures, outliers, drift",
+        description="Read every <host>.json in DIR (hostcheck reports and the audit's "
+        "markers for hosts it could not reach), and show each host's verdict, hosts per "
+        "check and status, outliers among hosts with the same hardware, and what changed "
+        "since the baseline (the previous audit folder next to DIR, by default). Exit 1 "
+        "when a host failed, broke, could not be reached or its report could not be read.",
+    )
+    fleet.add_argument("directory", metavar="DIR", help="audit folder of <host>.json files")
+    baseline = fleet.add_mutually_exclusive_group()
+    baseline.add_argument(
+        "--baseline",
+        metavar="DIR|FILE",
+        help="compare with this audit folder, saved fleet JSON or report "
+        "(default: the latest earlier timestamp-named folder next to DIR)",
+    )
+    baseline.add_argument("--no-baseline", action="store_true", help="no drift section")
+    _profile_options(fleet)
+    fleet.add_argument(
+        "--format",
+        choices=FLEET_FORMATS,
+        default="table",
+        help="what goes to standard output (default: table)",
+    )
+    _report_option(fleet, "json, jsonl, junit, prom or html to PATH")
+    _fail_on_option(fleet, "host verdict")
+    fleet.add_argument(
+        "--jobs", type=int, metavar="N", help="processes reading reports (default: CPUs)"
+    )
 
 
 def _loop_assignments(args: argparse.Namespace) -> list[str]:
@@ -249,13 +289,15 @@ def _load(args: argparse.Namespace, extra: Sequence[str] = ()) -> Profile:
     return load_profile(args.profile, profile_schema(), args.config, [*extra, *args.assignments])
 
 
-def _check_report_targets(specs: Sequence[str]) -> list[tuple[str, str]]:
-    from hostcheck.report.writers import ReportSpecError, parse_report_spec
+def _check_report_targets(
+    specs: Sequence[str], formats: Sequence[str] | None = None
+) -> list[tuple[str, str]]:
+    from hostcheck.report.writers import FORMATS, ReportSpecError, parse_report_spec
 
     targets = []
     for spec in specs:
         try:
-            kind, path = parse_report_spec(spec)
+            kind, path = parse_report_spec(spec, formats or FORMATS)
         except ReportSpecError as exc:
             raise UsageError(str(exc)) from None
         if path != "-":
@@ -315,6 +357,84 @@ def cmd_run(args: argparse.Namespace) -> int:
     return exit_code
 
 
+def _fleet_baseline(args: argparse.Namespace) -> tuple[object, str | None, str]:
+    """(baseline from a file or None, baseline folder or None, note when there is none)."""
+    from hostcheck.fleet.analyze import Baseline
+    from hostcheck.fleet.extract import Unusable
+    from hostcheck.fleet.load import previous_audit, read_baseline_file
+
+    if args.no_baseline:
+        return None, None, "not compared (--no-baseline)"
+    if args.baseline is None:
+        folder = previous_audit(args.directory)
+        note = "" if folder else "no earlier audit folder next to this one"
+        return None, folder, note
+    if os.path.isdir(args.baseline):
+        return None, args.baseline, ""
+    if not os.path.exists(args.baseline):
+        raise UsageError(f"--baseline {args.baseline}: no such file or folder")
+    try:
+        kind, entries = read_baseline_file(args.baseline)
+    except Unusable as exc:
+        raise UsageError(f"--baseline {args.baseline}: {exc}") from None
+    return Baseline(args.baseline, kind, entries), None, ""
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from hostcheck.fleet.analyze import Baseline, analyze
+    from hostcheck.fleet.load import default_jobs, read_folders, saved_summary
+    from hostcheck.fleet.render import RENDERERS
+    from hostcheck.fleet.render_table import render_table
+    from hostcheck.fleet.settings import FleetSettings
+    from hostcheck.report.writers import write_report_text
+
+    if not os.path.isdir(args.directory):
+        raise UsageError(f"{args.directory}: not a directory")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be 1 or more")
+    targets = _check_report_targets(args.report, FLEET_FORMATS[1:])
+    if args.format != "table":
+        if any(path == "-" for _, path in targets):
+            raise UsageError(f"--format {args.format} and --report ...:- both want stdout")
+        targets.append((args.format, "-"))
+    profile = _load(args)
+    settings = FleetSettings.from_profile(profile.values)
+    baseline, baseline_folder, note = _fleet_baseline(args)
+    if baseline_folder and (summary := saved_summary(baseline_folder)) is not None:
+        baseline, baseline_folder = Baseline(baseline_folder, "fleet", summary), None
+    folders = [args.directory] + ([baseline_folder] if baseline_folder else [])
+    try:
+        read = read_folders(folders, args.jobs or default_jobs())
+    except OSError as exc:
+        raise UsageError(f"{exc.filename}: cannot list: {exc.strerror}") from None
+    current = read[0]
+    if not current.entries:
+        raise UsageError(f"{args.directory}: no reports (<host>.json) in it")
+    if baseline_folder:
+        baseline = Baseline(baseline_folder, "folder", read[1].entries)
+    report = analyze(
+        args.directory,
+        current.entries,
+        settings,
+        baseline,
+        profile_name=profile.name,
+        profile_sources=profile.sources,
+        fail_on=args.fail_on,
+        ignored=current.ignored,
+        baseline_note=note,
+    )
+    if args.format == "table":
+        to_stdout = any(path == "-" for _, path in targets)
+        render_table(report, Console(stderr=to_stdout, highlight=False))
+    for kind, path in targets:
+        try:
+            write_report_text(path, RENDERERS[kind](report))
+        except OSError as exc:
+            print(f"hostcheck: error: --report {kind}:{path}: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+    return report.exit_code
+
+
 def _flatten(values: object, prefix: str = "") -> list[tuple[str, object]]:
     if isinstance(values, dict):
         items: list[tuple[str, object]] = []
@@ -369,7 +489,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "loop": cmd_loop, "list": cmd_list, "explain": cmd_explain}
+COMMANDS = {
+    "run": cmd_run,
+    "loop": cmd_loop,
+    "fleet": cmd_fleet,
+    "list": cmd_list,
+    "explain": cmd_explain,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -84,8 +84,11 @@ def obj(properties: Mapping[str, Any]) -> dict:
     return {"type": "object", "additionalProperties": False, "properties": dict(properties)}
 
 
-def build_schema(sections: Mapping[str, Mapping[str, Any]]) -> dict:
-    """The whole profile schema from each check's section schema."""
+def build_schema(
+    sections: Mapping[str, Mapping[str, Any]], top_level: Mapping[str, Any] | None = None
+) -> dict:
+    """The whole profile schema from each check's section schema, and top-level sections
+    of other commands (`fleet`)."""
     common = {"enabled": {"type": "boolean"}, "severity": {"enum": ["warn", "fail"]}}
     checks = {
         check_id: obj({**common, **section.get("properties", {})})
@@ -97,6 +100,7 @@ def build_schema(sections: Mapping[str, Mapping[str, Any]]) -> dict:
             "extends": {"type": "string"},
             "require_gpu": {"type": "boolean"},
             "checks": obj(checks),
+            **(top_level or {}),
         }
     )
 

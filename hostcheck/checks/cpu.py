@@ -127,6 +127,22 @@ def parse_swaps(text: str) -> list[SwapArea]:
     return areas
 
 
+def cpu_model(cpuinfo: str) -> str | None:
+    """The CPU's model name from /proc/cpuinfo (x86 `model name`; other architectures
+    `cpu model`, `cpu`, `model` or `Processor`); None when the kernel shows none."""
+    found: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if sep and value and key not in found:
+            found[key] = value
+    for key in ("model name", "cpu model", "cpu", "model", "processor"):
+        value = found.get(key)
+        if value and not value.isdigit():
+            return " ".join(value.split())
+    return None
+
+
 # ---------------------------------------------------------------- host readings
 
 
@@ -344,6 +360,7 @@ def run_cpu(ctx: CheckContext) -> CheckResult:
         ),
     ]
     data = {
+        "model": cpu_model(system.read("/proc/cpuinfo") or ""),
         "logical_cpus": logical,
         "physical_cores": physical,
         "online": format_cpulist(topo.online),

@@ -7,9 +7,11 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,12 +22,12 @@ class ReportSpecError(ValueError):
     pass
 
 
-def parse_report_spec(text: str) -> tuple[str, str]:
+def parse_report_spec(text: str, formats: Sequence[str] = FORMATS) -> tuple[str, str]:
     """`json:PATH` -> ("json", PATH); PATH "-" is standard output."""
     kind, sep, path = text.partition(":")
-    if not sep or kind not in FORMATS or not path:
+    if not sep or kind not in formats or not path:
         raise ReportSpecError(
-            f"--report {text}: expected FORMAT:PATH with FORMAT one of {', '.join(FORMATS)} "
+            f"--report {text}: expected FORMAT:PATH with FORMAT one of {', '.join(formats)} "
             "and PATH a file or - for standard output"
         )
     return kind, path
@@ -68,33 +70,71 @@ def render_junit(document: dict, fail_on_warn: bool = False) -> str:
         time=f"{document['duration_s']:.3f}",
     )
     for check in checks:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=f"hostcheck.{host}",
-            name=check["id"],
-            time=f"{check['duration_s']:.3f}",
-        )
         detail = "\n".join(
             f"{f['status']:5} {f['name']}: {f['display'] or f['measured']}"
             + (f" (expected {f['expected']})" if f["expected"] not in (None, "") else "")
             for f in check["findings"]
         )
         message = check["summary"] + (f" | remedy: {check['remedy']}" if check["remedy"] else "")
-        status = check["status"]
-        if status == "fail" or (fail_on_warn and status == "warn"):
-            ET.SubElement(case, "failure", message=message, type=status).text = detail
-        elif status == "error":
-            ET.SubElement(case, "error", message=message).text = detail
-        elif status == "skip":
-            ET.SubElement(case, "skipped", message=check["summary"])
-        if detail:
-            ET.SubElement(case, "system-out").text = detail
-    ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, "unicode") + "\n"
+        junit_case(
+            suite,
+            f"hostcheck.{host}",
+            check["id"],
+            check["status"],
+            message,
+            skip_message=check["summary"],
+            detail=detail,
+            seconds=check["duration_s"],
+            fail_on_warn=fail_on_warn,
+        )
+    return junit_text(suite)
 
 
-def _label(value: str) -> str:
+# Characters XML 1.0 cannot carry, even escaped (reports are untrusted input).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def junit_case(
+    parent: ET.Element,
+    classname: str,
+    name: str,
+    status: str,
+    message: str,
+    skip_message: str = "",
+    detail: str = "",
+    seconds: float = 0.0,
+    fail_on_warn: bool = False,
+) -> ET.Element:
+    """One <testcase>: failure for fail (and warn under fail_on_warn), error, skipped."""
+    case = ET.SubElement(
+        parent,
+        "testcase",
+        classname=xml_safe(classname),
+        name=xml_safe(name),
+        time=f"{seconds:.3f}",
+    )
+    message, detail = xml_safe(message), xml_safe(detail)
+    if status == "fail" or (fail_on_warn and status == "warn"):
+        ET.SubElement(case, "failure", message=message, type=status).text = detail
+    elif status == "error":
+        ET.SubElement(case, "error", message=message).text = detail
+    elif status == "skip":
+        ET.SubElement(case, "skipped", message=xml_safe(skip_message))
+    if detail:
+        ET.SubElement(case, "system-out").text = detail
+    return case
+
+
+def junit_text(root: ET.Element) -> str:
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def prom_label(value: str) -> str:
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
@@ -106,7 +146,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _prom_value(value: float) -> str:
+def prom_value(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(value) if not value.is_integer() else str(int(value))
@@ -118,8 +158,8 @@ def render_prom(document: dict) -> str:
     lines = [
         "# HELP hostcheck_info hostcheck version and profile of the last run.",
         "# TYPE hostcheck_info gauge",
-        f'hostcheck_info{{version="{_label(document["tool"]["version"])}",'
-        f'profile="{_label(document["profile"]["name"])}"}} 1',
+        f'hostcheck_info{{version="{prom_label(document["tool"]["version"])}",'
+        f'profile="{prom_label(document["profile"]["name"])}"}} 1',
         "# HELP hostcheck_last_run_timestamp_seconds When the last run started.",
         "# TYPE hostcheck_last_run_timestamp_seconds gauge",
         f"hostcheck_last_run_timestamp_seconds {_epoch(document['started_at'])}",
@@ -135,7 +175,7 @@ def render_prom(document: dict) -> str:
     for check in document["checks"]:
         for status in statuses:
             lines.append(
-                f'hostcheck_check_status{{check="{_label(check["id"])}",status="{status}"}} '
+                f'hostcheck_check_status{{check="{prom_label(check["id"])}",status="{status}"}} '
                 f"{int(check['status'] == status)}"
             )
     lines += [
@@ -148,8 +188,8 @@ def render_prom(document: dict) -> str:
             if number is None or math.isnan(number):
                 continue
             lines.append(
-                f'hostcheck_finding_value{{check="{_label(check["id"])}",'
-                f'finding="{_label(finding["name"])}"}} {_prom_value(number)}'
+                f'hostcheck_finding_value{{check="{prom_label(check["id"])}",'
+                f'finding="{prom_label(finding["name"])}"}} {prom_value(number)}'
             )
     return "\n".join(lines) + "\n"
 
@@ -185,6 +225,11 @@ RENDERERS: dict[str, Callable[..., str]] = {
 
 def write_report(kind: str, path: str, document: dict, fail_on_warn: bool = False) -> None:
     text = render_junit(document, fail_on_warn) if kind == "junit" else RENDERERS[kind](document)
+    write_report_text(path, text)
+
+
+def write_report_text(path: str, text: str) -> None:
+    """To standard output for `-`, else atomically to the file."""
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()

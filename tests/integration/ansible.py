@@ -60,6 +60,7 @@ def run_playbook(
     limit: str | None = None,
     tags: str | None = None,
     timeout: float = 1200,
+    forks: int | None = None,
 ) -> PlaybookRun:
     argv = [str(ANSIBLE_BIN / "ansible-playbook"), "-i", str(fleet.inventory), playbook]
     if extra_vars:
@@ -72,6 +73,8 @@ def run_playbook(
         argv += ["--limit", limit]
     if tags:
         argv += ["--tags", tags]
+    if forks:
+        argv += ["--forks", str(forks)]
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),

@@ -343,6 +343,21 @@ class Fleet:
             )
         return rows
 
+    def stop(self, host: Host, timeout: float = 10.0) -> list[int]:
+        """Power one host off: SIGKILL its first processes (the PID namespace, its sshd and
+        every process in it go with them). Its folder and loop devices stay until down()."""
+        mark = f"{self.folder}/{host.name}"
+        mine = [pid for pid, found in _marked_processes() if found == mark]
+        for pid in mine:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while any(_alive(pid) for pid in mine) or _ssh_banner(host.address, host.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{host.name} still running {timeout:.0f} s after SIGKILL")
+            time.sleep(0.05)
+        return mine
+
     # --- tear down -------------------------------------------------------------------------
 
     def down(self, quiet: bool = False) -> dict:

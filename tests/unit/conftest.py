@@ -56,3 +56,30 @@ class FakeHost:
 @pytest.fixture
 def fake_host(tmp_path: Path) -> FakeHost:
     return FakeHost(tmp_path / "root")
+
+
+@pytest.fixture(scope="session")
+def real_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One real `hostcheck run --profile quick` JSON report of this machine."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path_factory.mktemp("real") / "report.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hostcheck",
+            "run",
+            "--profile",
+            "quick",
+            "--report",
+            f"json:{path}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(path.read_text())

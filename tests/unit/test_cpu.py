@@ -113,6 +113,31 @@ def test_dual_socket_eight_gpus_counts_cores_and_workers(fake_host):
     )
 
 
+def test_cpu_model_is_recorded_for_fleet_grouping(fake_host):
+    build_cpus(fake_host, sockets=1, cores=4, threads=1)
+    fake_host.file(
+        "/proc/cpuinfo",
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 17\n"
+        "model name\t: AMD EPYC 9654  96-Core Processor\nflags\t\t: fpu avx2\n\n"
+        "processor\t: 1\nmodel name\t: AMD EPYC 9654  96-Core Processor\n",
+    )
+    result = cpu.run_cpu(fake_host.context(cpu_config()))
+    assert result.data["model"] == "AMD EPYC 9654 96-Core Processor"
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [
+        ("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n", None),  # arm64: no name
+        ("processor\t: 0\ncpu model\t: Loongson-3A5000\n", "Loongson-3A5000"),
+        ("cpu\t\t: POWER9 (raw)\nmodel\t\t: 2.2 (pvr 004e 1202)\n", "POWER9 (raw)"),
+        ("", None),
+    ],
+)
+def test_cpu_model_on_other_architectures(text, model):
+    assert cpu.cpu_model(text) == model
+
+
 def test_no_gpu_means_one_rank(fake_host):
     build_cpus(fake_host, sockets=1, cores=8, threads=2)
     result = cpu.run_cpu(fake_host.context(cpu_config()))

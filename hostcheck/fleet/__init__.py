@@ -1,0 +1,1 @@
+"""`hostcheck fleet`: many hosts' reports turned into one verdict, outliers and drift."""

@@ -1,0 +1,113 @@
+"""Drift: what changed on each host since the baseline (the previous audit by default).
+
+Facts (driver, GPUs, CPU, kernel, Pillow flavour, torch ...) and text values (limits that
+read "unlimited", modes) count as changed when they differ at all; numbers when they moved
+by more than their tolerance (`fleet.drift.tolerance`, per metric `fleet.drift.tolerances`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hostcheck.fleet.entry import REPORT, HostEntry, natural_key
+from hostcheck.fleet.outliers import numeric
+from hostcheck.fleet.settings import FleetSettings
+
+FACT_LABELS = {
+    "hostcheck": "hostcheck version",
+    "os": "OS",
+    "kernel": "kernel",
+    "cpu_model": "CPU model",
+    "gpu_model": "GPU model",
+    "gpu_count": "GPU count",
+    "driver": "NVIDIA driver",
+    "cuda_driver": "CUDA of the driver",
+    "torch": "torch",
+    "pillow": "Pillow flavour",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    host: str
+    kind: str  # new | gone | verdict | check | fact | value
+    key: str  # check id, fact name or metric; "" for new, gone and verdict
+    before: Any
+    after: Any
+    note: str = ""  # "started failing", "+35%", the displays of the values
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _relative(before: float, after: float) -> float:
+    if before == after:
+        return 0.0
+    return abs(after - before) / abs(before) if before else float("inf")
+
+
+def _shown(entry: HostEntry, key: str) -> str:
+    value = entry.values.get(key)
+    display = entry.displays.get(key)
+    return display or ("absent" if value is None else str(value))
+
+
+def compare_hosts(before: HostEntry, after: HostEntry, settings: FleetSettings) -> list[Change]:
+    host = after.host
+    changes = []
+    if before.verdict != after.verdict:
+        note = after.reason if after.state != REPORT else ", ".join(after.reasons)
+        changes.append(Change(host, "verdict", "", before.verdict, after.verdict, note))
+    if before.state != REPORT or after.state != REPORT:
+        return changes
+    for check_id in sorted(set(before.checks) | set(after.checks)):
+        old, new = before.checks.get(check_id), after.checks.get(check_id)
+        if old != new:
+            note = ""
+            if new in ("fail", "error") and old not in ("fail", "error"):
+                note = f"started failing: {after.problems.get(check_id, '')}".rstrip(": ")
+            elif old in ("fail", "error") and new == "pass":
+                note = "recovered"
+            changes.append(Change(host, "check", check_id, old, new, note))
+    for fact in FACT_LABELS:
+        old, new = before.facts.get(fact), after.facts.get(fact)
+        if old != new:
+            changes.append(Change(host, "fact", fact, old, new, FACT_LABELS[fact]))
+    for metric in sorted(set(before.values) | set(after.values)):
+        old, new = before.values.get(metric), after.values.get(metric)
+        if old == new:
+            continue
+        tolerance = settings.tolerance_of(metric)
+        if tolerance is None:
+            continue
+        note = f"{_shown(before, metric)} -> {_shown(after, metric)}"
+        if numeric(old) and numeric(new):
+            moved = _relative(old, new)
+            if moved <= tolerance and tolerance > 0:
+                continue
+            change = "new value" if moved == float("inf") else f"{(new - old) / abs(old):+.0%}"
+            note = f"{change}: {note}"
+        changes.append(Change(host, "value", metric, old, new, note))
+    return changes
+
+
+def find_drift(
+    baseline: Iterable[HostEntry], current: Iterable[HostEntry], settings: FleetSettings
+) -> list[Change]:
+    before = {entry.host: entry for entry in baseline}
+    after = {entry.host: entry for entry in current}
+    changes = []
+    for host in sorted(set(before) | set(after), key=natural_key):
+        if host not in before:
+            changes.append(
+                Change(host, "new", "", None, after[host].verdict, "not in the baseline")
+            )
+        elif host not in after:
+            changes.append(
+                Change(host, "gone", "", before[host].verdict, None, "not in this audit")
+            )
+        else:
+            changes += compare_hosts(before[host], after[host], settings)
+    return changes
