@@ -230,7 +230,11 @@ LOOP_ARGS = [
 
 def test_loop_command_prints_measurements_model_and_writes_reports(tmp_path):
     report = tmp_path / "loop.json"
-    done = run_cli("loop", *LOOP_ARGS, "--report", f"json:{report}")
+    # The data-wait verdict depends on how busy this machine's cores are (other test workers
+    # run beside this one); this test is about the output, so any data-wait passes here.
+    done = run_cli(
+        "loop", *LOOP_ARGS, "--set", "loop.max_data_wait=1", "--report", f"json:{report}"
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     assert "data-wait" in done.stdout
     assert "model (cost 500 us/sample): 400 samples/s" in done.stdout
