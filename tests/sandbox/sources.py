@@ -11,7 +11,6 @@ from pathlib import Path
 
 APT_PATHS = (
     "/etc/apt/sources.list",
-    "/etc/apt/sources.list.d",
     "/etc/apt/apt.conf.d",
     "/etc/apt/trusted.gpg.d",
     "/etc/apt/preferences.d",
@@ -23,6 +22,8 @@ _PATHISH = re.compile(r"(?:file://)?(/[^\s'\",;]+)")
 
 def apt_paths() -> list[str]:
     paths = [p for p in APT_PATHS if os.path.exists(p)]
+    # the files, not the folder: roles add their own repositories next to them
+    paths += sorted(str(p) for p in Path("/etc/apt/sources.list.d").glob("*") if p.is_file())
     for sources in Path("/etc/apt/sources.list.d").glob("*.sources"):
         for line in sources.read_text().splitlines():
             key, _, value = line.partition(":")

@@ -1,0 +1,289 @@
+"""The decision of the cuda_check role: can this host's NVIDIA driver run the torch build of the
+training venv, and does the host have the driver, CUDA, toolkit and cuDNN versions asked for?
+
+{{ facts | cuda_check_decide(settings) }}
+    facts: the JSON that roles/cuda_check/files/cuda_facts.py prints on the host;
+    settings: {variable name: value} of the role's variables (cuda_check_venv,
+    cuda_check_without_driver, cuda_check_min_driver_version, ...).
+    Returns {status: pass | skip | fail, reason, problems, warnings, table, message}:
+    problems and warnings one line each (a problem names the variable that asks for it),
+    table the versions side by side, message all of it as the text a failure shows.
+
+Versions are compared number by number (535.104.05 is newer than 535.54.03), never as strings.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+# The oldest driver of each CUDA major release that runs code built with any later minor
+# release of it (CUDA minor version compatibility, without PTX JIT of newer code). From
+# NVIDIA's "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version
+# Compatibility" (CUDA release notes; docs.nvidia.com/deploy/cuda-compatibility).
+MINOR_COMPATIBLE_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+SETTINGS = (
+    "cuda_check_venv",
+    "cuda_check_without_driver",
+    "cuda_check_min_driver_version",
+    "cuda_check_min_cuda_version",
+    "cuda_check_toolkit_version",
+    "cuda_check_cudnn_version",
+    "cuda_check_torch_cuda_version",
+    "cuda_check_require_torch_cuda",
+)
+
+
+def parse(text: object) -> tuple[int, ...] | None:
+    """'535.104.05' -> (535, 104, 5); None for anything that is not dotted digits."""
+    if text is None or not _VERSION.match(str(text)):
+        return None
+    return tuple(int(part) for part in str(text).split("."))
+
+
+def at_least(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
+    width = max(len(have), len(want))
+    return have + (0,) * (width - len(have)) >= want + (0,) * (width - len(want))
+
+
+def _reaches(have: object, want: str) -> bool:
+    """have is a version and at least want (an unknown version reaches nothing)."""
+    have_parts = parse(have)
+    return have_parts is not None and at_least(have_parts, parse(want) or ())
+
+
+def matches(have: object, want: str) -> bool:
+    """'12.4.1' is a 12.4 and a 12; '12' is not a 12.4."""
+    have_parts, want_parts = parse(have), parse(want)
+    return bool(have_parts and want_parts) and have_parts[: len(want_parts)] == want_parts
+
+
+def _or(value: object, missing: str = "none found") -> str:
+    return str(value) if value not in (None, "") else missing
+
+
+def _table(facts: dict, venv: str) -> list[str]:
+    nvml = facts.get("nvml") or {}
+    module = facts.get("kernel_module") or {}
+    torch = facts.get("torch") or {}
+    cudnn = facts.get("cudnn") or {}
+    if nvml.get("loaded"):
+        driver = (
+            f"{_or(nvml.get('driver_version'), 'unknown')} (NVML; {nvml.get('gpu_count')} GPU(s))"
+        )
+    elif module.get("loaded"):
+        driver = f"kernel module {_or(module.get('version'), '?')}; NVML: {nvml.get('error')}"
+    else:
+        driver = f"none (NVML: {nvml.get('error')})"
+    toolkits = [
+        f"{_or(t.get('version'), 'unknown version')} {t['path']}"
+        + (f" -> {t['real_path']}" if t.get("real_path") not in (None, t["path"]) else "")
+        for t in facts.get("toolkits") or []
+    ]
+    headers = [f"{_or(h.get('version'), '?')} {h['path']}" for h in cudnn.get("headers") or []]
+    libraries = [
+        f"{_or(lib.get('version'), '?')} {lib['path']}" for lib in cudnn.get("libraries") or []
+    ]
+    if torch.get("error") and not torch.get("version"):
+        torch_line = f"not importable ({torch['error']})"
+    else:
+        torch_line = f"{torch.get('version')} in {venv}"
+    build = "CPU-only build" if torch.get("version") else "-"
+    if torch.get("hip"):
+        build = f"ROCm {torch['hip']} build"
+    rows = [
+        ("NVIDIA driver", driver),
+        ("driver CUDA", _or(nvml.get("cuda_driver_version"), "unknown")),
+        ("NVIDIA GPUs on PCI", str(facts.get("pci_gpus", "?"))),
+        ("CUDA toolkits", "; ".join(toolkits) or "none found"),
+        ("cuDNN header", "; ".join(headers) or "none found"),
+        ("cuDNN library", "; ".join(libraries) or "none found"),
+        ("torch", torch_line),
+        ("torch CUDA", _or(torch.get("cuda"), build)),
+        ("torch cuDNN", _or(torch.get("cudnn"), torch.get("cudnn_error") or "-")),
+    ]
+    width = max(len(label) for label, _ in rows)
+    return [f"{label.ljust(width)}  {value}" for label, value in rows]
+
+
+def _torch_vs_driver(
+    torch: dict, driver: str | None, driver_cuda: str | None, venv: str
+) -> tuple[str | None, str | None]:
+    """(problem, warning) of torch's CUDA build against the driver."""
+    wanted, have = parse(torch.get("cuda")), parse(driver_cuda)
+    where = (
+        f"cuda_check_venv: torch {torch.get('version')} in {venv} is built for CUDA "
+        f"{torch.get('cuda')}"
+    )
+    if wanted is None or have is None:
+        return f"{where}; the driver's CUDA version is {_or(driver_cuda, 'unknown')}", None
+    if at_least(have, wanted[:2]):
+        return None, None
+    minimum = MINOR_COMPATIBLE_DRIVER.get(wanted[0])
+    if have[0] == wanted[0] and minimum and _reaches(driver, minimum):
+        return None, (
+            f"driver {driver} supports CUDA {driver_cuda}, torch is built for CUDA "
+            f"{torch.get('cuda')}: runs through CUDA minor version compatibility (driver >= "
+            f"{minimum}); PTX JIT of code newer than CUDA {driver_cuda} is not available"
+        )
+    compatible = (
+        f", or a {wanted[0]}.x driver >= {minimum} (minor version compatibility)" if minimum else ""
+    )
+    return (
+        f"{where}; driver {driver} supports CUDA {driver_cuda} only "
+        f"(needs driver CUDA >= {'.'.join(map(str, wanted[:2]))}{compatible})",
+        None,
+    )
+
+
+def _requested(facts: dict, settings: dict, driver_loaded: bool) -> list[str]:
+    """One problem per requested version the host does not have."""
+    problems = []
+    nvml = facts.get("nvml") or {}
+    torch = facts.get("torch") or {}
+    cudnn = facts.get("cudnn") or {}
+    driver, driver_cuda = nvml.get("driver_version"), nvml.get("cuda_driver_version")
+    minimum = settings["cuda_check_min_driver_version"]
+    if minimum and driver_loaded and not _reaches(driver, minimum):
+        problems.append(
+            f"cuda_check_min_driver_version: driver {_or(driver, 'unknown')} is older than "
+            f"{minimum}"
+        )
+    minimum = settings["cuda_check_min_cuda_version"]
+    if minimum and driver_loaded and not _reaches(driver_cuda, minimum):
+        problems.append(
+            f"cuda_check_min_cuda_version: driver {_or(driver, 'unknown')} supports CUDA "
+            f"{_or(driver_cuda, 'unknown')}, not {minimum}"
+        )
+    wanted = settings["cuda_check_toolkit_version"]
+    toolkits = facts.get("toolkits") or []
+    if wanted and not any(matches(t.get("version"), wanted) for t in toolkits):
+        found = ", ".join(f"{_or(t.get('version'), '?')} ({t['path']})" for t in toolkits)
+        problems.append(
+            f"cuda_check_toolkit_version: no CUDA {wanted} toolkit under "
+            f"cuda_check_toolkit_paths (found: {found or 'none'})"
+        )
+    wanted = settings["cuda_check_cudnn_version"]
+    if wanted:
+        libraries, headers = cudnn.get("libraries") or [], cudnn.get("headers") or []
+        if not any(matches(lib.get("version"), wanted) for lib in libraries):
+            found = ", ".join(
+                f"{_or(lib.get('version'), '?')} ({lib['path']})" for lib in libraries
+            )
+            problems.append(
+                f"cuda_check_cudnn_version: no cuDNN {wanted} library (libcudnn.so.*) in "
+                f"cuda_check_cudnn_library_paths (found: {found or 'none'})"
+            )
+        other = [h for h in headers if not matches(h.get("version"), wanted)]
+        if other:
+            problems.append(
+                f"cuda_check_cudnn_version: cuDNN header(s) of another version than {wanted}: "
+                + ", ".join(f"{_or(h.get('version'), '?')} ({h['path']})" for h in other)
+            )
+    wanted = settings["cuda_check_torch_cuda_version"]
+    if wanted and not matches(torch.get("cuda"), wanted):
+        problems.append(
+            f"cuda_check_torch_cuda_version: torch {_or(torch.get('version'), '(not importable)')} "
+            f"in {settings['cuda_check_venv']} is built for CUDA "
+            f"{_or(torch.get('cuda'), 'nothing (no CUDA build)')}, not {wanted}"
+        )
+    return problems
+
+
+def cuda_check_decide(facts: object, settings: object) -> dict:
+    if not isinstance(facts, dict) or not isinstance(settings, dict):
+        raise AnsibleFilterError(
+            "cuda_check_decide: expected the facts and the settings as mappings"
+        )
+    missing = [name for name in SETTINGS if name not in settings]
+    if missing:
+        raise AnsibleFilterError(f"cuda_check_decide: settings lack {', '.join(missing)}")
+    venv = settings["cuda_check_venv"]
+    nvml = facts.get("nvml") or {}
+    module = facts.get("kernel_module") or {}
+    torch = facts.get("torch") or {}
+    table = _table(facts, venv)
+    problems: list[str] = []
+    warnings: list[str] = []
+    driver, driver_cuda = nvml.get("driver_version"), nvml.get("cuda_driver_version")
+    driver_loaded = bool(nvml.get("loaded"))
+
+    if not driver_loaded and not module.get("loaded"):
+        reason = f"no NVIDIA driver (NVML: {nvml.get('error')})"
+        gpus = facts.get("pci_gpus") or 0
+        if gpus:
+            reason += f"; {gpus} NVIDIA GPU(s) on the PCI bus"
+        if settings["cuda_check_without_driver"] == "fail":
+            problems.append(f"cuda_check_without_driver: fail: {reason}")
+            return _result("fail", reason, problems, warnings, table)
+        return _result("skip", reason, problems, warnings, table)
+
+    if not driver_loaded:
+        problems.append(
+            f"the NVIDIA kernel module {_or(module.get('version'), '?')} is loaded, but NVML does "
+            f"not answer ({nvml.get('error')}): a driver/library version mismatch (reboot after a "
+            "driver update) or nvidia-ml-py missing from cuda_check_venv"
+        )
+    else:
+        problems += [f"NVML: {problem}" for problem in nvml.get("problems") or []]
+    problems += _requested(facts, settings, driver_loaded)
+
+    if driver_loaded:
+        if torch.get("cuda"):
+            problem, warning = _torch_vs_driver(torch, driver, driver_cuda, venv)
+            problems += [problem] if problem else []
+            warnings += [warning] if warning else []
+        else:
+            if torch.get("error") and not torch.get("version"):
+                what = f"torch cannot be imported from {venv} ({torch['error']})"
+            else:
+                build = f"ROCm {torch['hip']}" if torch.get("hip") else "CPU-only"
+                what = f"torch {torch.get('version')} in {venv} is a {build} build"
+            if settings["cuda_check_require_torch_cuda"]:
+                problems.append(f"cuda_check_require_torch_cuda: {what}, on a host with a driver")
+            else:
+                warnings.append(f"{what} (allowed: cuda_check_require_torch_cuda is false)")
+
+    torch_cudnn = parse(torch.get("cudnn"))
+    host_majors = sorted(
+        {
+            parse(lib.get("version"))[0]
+            for lib in (facts.get("cudnn") or {}).get("libraries") or []
+            if parse(lib.get("version"))
+        }
+    )
+    if torch_cudnn and host_majors and torch_cudnn[0] not in host_majors:
+        warnings.append(
+            f"torch uses cuDNN {torch.get('cudnn')} (its own, from the venv); the host's cuDNN "
+            f"major is {', '.join(map(str, host_majors))}: builds against the host's cuDNN differ "
+            "from what torch runs (informational)"
+        )
+
+    if problems:
+        return _result("fail", f"{len(problems)} problem(s)", problems, warnings, table)
+    summary = (
+        f"driver {driver} (CUDA {driver_cuda}) can run torch {torch.get('version')}"
+        if torch.get("cuda")
+        else f"driver {driver} (CUDA {driver_cuda})"
+    )
+    return _result("pass", summary, problems, warnings, table)
+
+
+def _result(status: str, reason: str, problems: list, warnings: list, table: list) -> dict:
+    lines = [f"cuda_check: {status}: {reason}", *table]
+    lines += [f"problem: {p}" for p in problems] + [f"warning: {w}" for w in warnings]
+    return {
+        "status": status,
+        "reason": reason,
+        "problems": problems,
+        "warnings": warnings,
+        "table": table,
+        "message": "\n".join(lines),
+    }
+
+
+class FilterModule:
+    def filters(self):
+        return {"cuda_check_decide": cuda_check_decide}

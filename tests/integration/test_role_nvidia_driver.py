@@ -1,0 +1,235 @@
+"""The nvidia_driver role over SSH on sandbox hosts: a host without a GPU is skipped and left
+alone; a host made to look like a GPU host (tests/sandbox/fakegpu.py: PCI functions, a loaded
+module version and mokutil faked in its own mount namespace, stand-in packages in a signed
+local repository given as the CUDA mirror) takes the role's decisions for real: Secure Boot
+refusal and MOK signing, install and holds, reboot decisions, Fabric Manager only with an
+NVSwitch, branch drift refused, a mirror without the running kernel's headers."""
+
+from __future__ import annotations
+
+import platform
+
+import pytest
+
+from tests.integration.ansible import run_playbook
+from tests.sandbox.fakegpu import GPU, NIC, NVSWITCH, build_repo
+
+pytestmark = pytest.mark.integration
+PLAYBOOK = "tests/integration/playbooks/nvidia_driver.yml"
+FAKE = "tests/integration/playbooks/fake_gpu.yml"
+KERNEL = platform.release()
+MOK = {"nvidia_driver_mok_key": "/root/mok/MOK.priv", "nvidia_driver_mok_cert": "/root/mok/MOK.der"}
+REPO = {
+    "nvidia_driver_branch": "550",
+    "nvidia_driver_cuda_repo_url": "file:///srv/fake-cuda",
+    "nvidia_driver_cuda_repo_key_url": "file:///srv/fake-cuda/key.asc",
+}
+REBOOT_TASK = "nvidia_driver : Say whether a reboot is needed"
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory):
+    base = tmp_path_factory.mktemp("fake-cuda")
+    return {
+        "full": build_repo(base / "full", KERNEL),
+        "no_headers": build_repo(base / "no-headers", KERNEL, headers=False),
+    }
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    return make_fleet("nvidia_driver", hosts=2)
+
+
+def fake(fleet, host, repo=None, pci=(GPU,), loaded="", secure_boot="disabled", enrolled=False):
+    extra = {
+        "fake_pci": list(pci),
+        "fake_loaded_version": loaded,
+        "fake_secure_boot": secure_boot,
+        "fake_mok_enrolled": enrolled,
+    }
+    if repo is not None:
+        extra["fake_repo"] = str(repo)
+    done = run_playbook(fleet, FAKE, extra_vars=extra, limit=host.name)
+    assert done.returncode == 0, done.stderr or done.output
+    return done
+
+
+def run(fleet, host, **extra):
+    return run_playbook(fleet, PLAYBOOK, extra_vars=extra or None, limit=host.name)
+
+
+def installed(fleet, host) -> dict[str, str]:
+    """name -> 'version selection' of the NVIDIA packages dpkg has."""
+    done = fleet.ssh(
+        host, "dpkg-query -W -f='${Package} ${Version} ${Status}\\n' 'nvidia*' 'cuda*' 2>/dev/null"
+    )
+    found = {}
+    for line in done.stdout.splitlines():
+        name, version, want, _, state = line.split()
+        if state == "installed":
+            found[name] = f"{version} {want}"
+    return found
+
+
+def reboot_message(done, host) -> str:
+    return done.task_results(REBOOT_TASK)[host.name]["msg"]
+
+
+def test_host_without_gpu_is_skipped_and_left_alone(fleet):
+    host = fleet.hosts()[0]
+    fake(fleet, host, pci=(NIC,))
+    done = run(fleet, host)
+    assert done.returncode == 0, done.stderr
+    assert done.changed(host.name) == 0
+    skipped = done.task_results("nvidia_driver : Say why there is nothing to do here")[host.name]
+    assert "no NVIDIA GPU on the PCI bus" in skipped["msg"]
+    assert installed(fleet, host) == {}
+    assert fleet.ssh(host, "ls /etc/modprobe.d/hostcheck-blacklist-nouveau.conf").returncode != 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "variable", "words"),
+    [
+        ({"nvidia_driver_branch": "latest"}, "nvidia_driver_branch", "three-digit"),
+        ({"nvidia_driver_branch": 5500}, "nvidia_driver_branch", "three-digit"),
+        ({"nvidia_driver_source": "nvidia"}, "nvidia_driver_source", "nvidia"),
+        ({"nvidia_driver_kernel_modules": "closed"}, "nvidia_driver_kernel_modules", "closed"),
+        # Debian's only source is NVIDIA's repository, which has no precompiled modules
+        (
+            {"nvidia_driver_module_build": "precompiled"},
+            "nvidia_driver_module_build",
+            "not packaged",
+        ),
+        ({"nvidia_driver_source": "distribution"}, "nvidia_driver_source", "not available"),
+        ({"nvidia_driver_mok_key": "/root/mok/MOK.priv"}, "nvidia_driver_mok_cert", "go together"),
+        (
+            {"nvidia_driver_mok_key": "MOK.priv", "nvidia_driver_mok_cert": "MOK.der"},
+            "nvidia_driver_mok_key",
+            "absolute path",
+        ),
+        (
+            {"nvidia_driver_fabric_manager": "sometimes"},
+            "nvidia_driver_fabric_manager",
+            "sometimes",
+        ),
+    ],
+)
+def test_bad_input_fails_before_any_change(fleet, extra, variable, words):
+    host = fleet.hosts()[1]
+    done = run(fleet, host, **extra)
+    assert done.returncode != 0
+    assert done.changed(host.name) == 0
+    message = " ".join(done.messages(host.name))
+    assert variable in message and words in message, message
+    assert installed(fleet, host) == {}
+
+
+def test_secure_boot_refuses_unsigned_dkms_modules(fleet, repos):
+    host = fleet.hosts()[0]
+    fake(fleet, host, repo=repos["full"], loaded="550.40.07", secure_boot="enabled")
+    done = run(fleet, host, **REPO)
+    assert done.returncode != 0
+    message = " ".join(done.messages(host.name))
+    assert "Secure Boot is enabled" in message and "nvidia_driver_mok_key" in message, message
+    assert done.changed(host.name) == 0
+    assert installed(fleet, host) == {}
+
+
+def test_secure_boot_with_an_enrolled_mok_installs_holds_and_asks_for_a_reboot(fleet, repos):
+    host = fleet.hosts()[0]
+    fake(fleet, host, repo=repos["full"], loaded="550.40.07", secure_boot="enabled", enrolled=True)
+    assert (
+        fleet.ssh(
+            host, "mkdir -p /root/mok && touch /root/mok/MOK.priv /root/mok/MOK.der"
+        ).returncode
+        == 0
+    )
+    done = run(fleet, host, **REPO, **MOK)
+    assert done.returncode == 0, done.messages(host.name) or done.stderr
+    assert installed(fleet, host) == {
+        "nvidia-driver-pinning-550": "550.54.15-1 hold",
+        "nvidia-open": "550.54.15-1 hold",
+    }
+    module = fleet.ssh(host, f"modinfo -k {KERNEL} -F version nvidia")
+    assert module.stdout.strip() == "550.54.15"
+    mok = fleet.ssh(host, "cat /etc/dkms/framework.conf.d/hostcheck-mok.conf").stdout
+    assert (
+        "mok_signing_key=/root/mok/MOK.priv" in mok and "mok_certificate=/root/mok/MOK.der" in mok
+    )
+    blacklist = fleet.ssh(host, "cat /etc/modprobe.d/hostcheck-blacklist-nouveau.conf").stdout
+    assert "blacklist nouveau" in blacklist
+    sources = fleet.ssh(host, "cat /etc/apt/sources.list.d/nvidia-cuda.sources").stdout
+    assert "URIs: file:///srv/fake-cuda/" in sources and "Signed-By:" in sources
+    assert (
+        "a reboot is needed (the loaded module is 550.40.07, the installed driver 550.54.15)"
+        in (reboot_message(done, host))
+    )
+
+    again = run(fleet, host, **REPO, **MOK)
+    assert again.returncode == 0 and again.changed(host.name) == 0
+
+
+def test_a_needed_reboot_fails_when_asked_and_is_taken_when_allowed(fleet):
+    host = fleet.hosts()[0]
+    done = run(fleet, host, **REPO, **MOK, nvidia_driver_fail_if_reboot_required=True)
+    assert done.returncode != 0
+    assert any("a reboot is needed" in m for m in done.messages(host.name))
+    # check mode: the reboot module says it would reboot, and does not
+    checked = run_playbook(
+        fleet,
+        PLAYBOOK,
+        extra_vars={**REPO, **MOK, "nvidia_driver_reboot_ok": True},
+        limit=host.name,
+        check=True,
+    )
+    assert checked.returncode == 0, checked.messages(host.name)
+    assert checked.task_results("nvidia_driver : Reboot into the installed driver")[host.name][
+        "changed"
+    ]
+    assert reboot_message(checked, host).endswith(
+        "rebooting: the loaded module is 550.40.07, the installed driver 550.54.15"
+    )
+
+
+def test_loaded_driver_matching_the_installed_one_needs_no_reboot(fleet, repos):
+    host = fleet.hosts()[0]
+    fake(fleet, host, loaded="550.54.15", secure_boot="enabled", enrolled=True)
+    done = run(fleet, host, **REPO, **MOK, nvidia_driver_fail_if_reboot_required=True)
+    assert done.returncode == 0, done.messages(host.name)
+    assert "no reboot needed: loaded 550.54.15, installed 550.54.15" in reboot_message(done, host)
+    assert done.changed(host.name) == 0
+
+
+def test_fabric_manager_comes_only_with_an_nvswitch(fleet):
+    host = fleet.hosts()[0]
+    assert "nvidia-fabricmanager" not in installed(fleet, host)
+    fake(fleet, host, pci=(GPU, NVSWITCH), loaded="550.54.15", secure_boot="enabled", enrolled=True)
+    done = run(fleet, host, **REPO, **MOK)
+    assert done.returncode == 0, done.messages(host.name)
+    assert installed(fleet, host)["nvidia-fabricmanager"] == "550.54.15-1 hold"
+
+
+def test_another_branch_is_refused_and_nothing_is_removed(fleet):
+    host = fleet.hosts()[0]
+    before = installed(fleet, host)
+    done = run(fleet, host, **{**REPO, "nvidia_driver_branch": "535"}, **MOK)
+    assert done.returncode != 0
+    message = " ".join(done.messages(host.name))
+    assert "nvidia_driver_branch: 535 is asked for" in message and "branch 550" in message, message
+    assert "nvidia_driver_allow_branch_change" in message
+    assert done.changed(host.name) == 0
+    assert installed(fleet, host) == before
+
+
+def test_a_mirror_without_the_running_kernels_headers_fails_clearly(fleet, repos):
+    host = fleet.hosts()[1]
+    fake(fleet, host, repo=repos["no_headers"])
+    done = run(fleet, host, **REPO)
+    assert done.returncode != 0
+    message = " ".join(done.messages(host.name))
+    assert (
+        f"linux-headers-{KERNEL} for the running kernel {KERNEL} could not be installed" in message
+    )
+    assert "never installs another kernel" in message
+    assert installed(fleet, host) == {}

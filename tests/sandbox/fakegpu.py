@@ -1,0 +1,139 @@
+"""What makes a sandbox host look like a GPU host to the nvidia_driver role, where no GPU,
+no NVIDIA mirror and no nvidia module can be had: a signed apt repository of stand-in
+packages (built here with dpkg-deb and gpg), whose driver package carries an nvidia.ko that
+is only an ELF file with a .modinfo section (modinfo reads its version; nothing loads it).
+The PCI functions, the loaded module and mokutil are faked on the host by
+tests/integration/playbooks/fake_gpu.yml. Everything else the role touches is real: apt,
+dpkg holds, deb822 sources, signature checks, modprobe.d, depmod, modinfo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+GPU = {"address": "0000:3b:00.0", "vendor": "0x10de", "device": "0x2330", "class": "0x030200"}
+NVSWITCH = {"address": "0000:5a:00.0", "vendor": "0x10de", "device": "0x22a3", "class": "0x068000"}
+NIC = {"address": "0000:17:00.0", "vendor": "0x15b3", "device": "0x1021", "class": "0x020700"}
+
+
+def _sh(*argv: str, **options) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=True, capture_output=True, **options)
+
+
+def fake_module(version: str, path: Path) -> None:
+    """An nvidia.ko that modinfo reports as `version`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source, obj, info = Path(tmp, "m.c"), Path(tmp, "m.o"), Path(tmp, "modinfo")
+        source.write_text("int hostcheck_fake_nvidia;\n")
+        _sh("gcc", "-c", str(source), "-o", str(obj))
+        info.write_bytes(f"version={version}\0name=nvidia\0license=NVIDIA\0".encode())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _sh(
+            "objcopy",
+            "--add-section",
+            f".modinfo={info}",
+            "--set-section-flags",
+            ".modinfo=alloc,readonly",
+            str(obj),
+            str(path),
+        )
+
+
+def build_deb(
+    out: Path, name: str, version: str, files: dict[str, Path] | None = None, postinst: str = ""
+) -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp, "pkg")
+        (root / "DEBIAN").mkdir(parents=True)
+        (root / "DEBIAN" / "control").write_text(
+            textwrap.dedent(f"""\
+            Package: {name}
+            Version: {version}
+            Architecture: all
+            Maintainer: hostcheck tests <tests@hostcheck.invalid>
+            Description: stand-in for {name} in the hostcheck sandbox (no GPU here)
+            """)
+        )
+        if postinst:
+            script = root / "DEBIAN" / "postinst"
+            script.write_text(f"#!/bin/sh\nset -e\n{postinst}\n")
+            script.chmod(0o755)
+        for target, source in (files or {}).items():
+            dest = root / target.lstrip("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(source.read_bytes())
+        deb = out / f"{name}_{version}_all.deb"
+        _sh("dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb))
+    return deb
+
+
+def _packages_index(debs: list[Path]) -> str:
+    stanzas = []
+    for deb in debs:
+        control = _sh("dpkg-deb", "-f", str(deb), text=True).stdout.strip()
+        data = deb.read_bytes()
+        stanzas.append(
+            f"{control}\nFilename: ./{deb.name}\nSize: {len(data)}\n"
+            f"SHA256: {hashlib.sha256(data).hexdigest()}\n"
+        )
+    return "\n".join(stanzas)
+
+
+def build_repo(
+    out: Path, kernel: str, driver_version: str = "550.54.15", headers: bool = True
+) -> Path:
+    """A flat apt repository like NVIDIA's CUDA one, signed; out/key.asc is its key."""
+    out.mkdir(parents=True, exist_ok=True)
+    branch = driver_version.split(".")[0]
+    package_version = f"{driver_version}-1"
+    module = out / "build" / "nvidia.ko"
+    fake_module(driver_version, module)
+    ko = {f"/lib/modules/{kernel}/updates/dkms/nvidia.ko": module}
+    depmod = f"depmod {kernel}"
+    debs = [
+        build_deb(out, f"nvidia-driver-pinning-{branch}", package_version),
+        build_deb(out, "nvidia-open", package_version, ko, depmod),
+        build_deb(out, "cuda-drivers", package_version, ko, depmod),
+        build_deb(out, "nvidia-fabricmanager", package_version),
+    ]
+    if headers:
+        debs.append(build_deb(out, f"linux-headers-{kernel}", "1.0"))
+    packages = _packages_index(debs)
+    (out / "Packages").write_text(packages)
+    digest = hashlib.sha256(packages.encode()).hexdigest()
+    (out / "Release").write_text(
+        "Origin: hostcheck sandbox\nLabel: fake CUDA\n"
+        f"SHA256:\n {digest} {len(packages.encode())} Packages\n"
+    )
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "GNUPGHOME": home}
+        _sh(
+            "gpg",
+            "--batch",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "hostcheck sandbox repository <repo@hostcheck.invalid>",
+            "ed25519",
+            "sign",
+            "never",
+            env=env,
+        )
+        _sh(
+            "gpg",
+            "--batch",
+            "--yes",
+            "--clearsign",
+            "-o",
+            str(out / "InRelease"),
+            str(out / "Release"),
+            env=env,
+        )
+        key = _sh("gpg", "--batch", "--armor", "--export", env=env).stdout
+        (out / "key.asc").write_bytes(key)
+    return out
