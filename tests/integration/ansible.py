@@ -41,6 +41,17 @@ class PlaybookRun:
                     found.append(str(result.get("msg", "")))
         return found
 
+    def failure_text(self, host: str) -> str:
+        """Every failure message of a host, those of loop items included, then stderr."""
+        found = []
+        for play in self.output.get("plays", []):
+            for task in play["tasks"]:
+                result = task["hosts"].get(host) or {}
+                for item in [result, *result.get("results", [])]:
+                    if item.get("failed"):
+                        found.append(str(item.get("msg", "")))
+        return " | ".join(found) + self.stderr
+
     def task_results(self, name: str) -> dict[str, dict]:
         """Results by host of the task with this name (the last one run)."""
         results: dict[str, dict] = {}

@@ -23,7 +23,6 @@ from tests.integration.cuda_fakes import (
 )
 
 # every failure message of a host, loop items included
-from tests.integration.test_role_sysctl_tuning import failures
 
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/cuda_check.yml"
@@ -70,7 +69,7 @@ def fake(fleet, **extra):
 
 def passed(done, host) -> list[str]:
     """The versions the role showed, after checking the run passed and changed nothing."""
-    assert done.returncode == 0, failures(done, host)
+    assert done.returncode == 0, done.failure_text(host.name)
     assert done.changed(host.name) == 0
     return done.task_results(SHOW)[host.name]["msg"]
 
@@ -156,7 +155,7 @@ def gpu_host(fleet, host, tmp_path_factory):
 def test_bad_input_fails_naming_the_variable_before_anything_else(fleet, host, extra, message):
     done = run(fleet, **extra)
     assert done.returncode != 0 and done.failed_hosts() == [host.name]
-    assert message in failures(done, host)
+    assert message in done.failure_text(host.name)
     assert done.task_results(FACTS) == {}  # the host was never read
     assert done.changed(host.name) == 0
 
@@ -320,7 +319,7 @@ def test_a_cpu_torch_on_a_driver_host_fails_unless_allowed(fleet, gpu_host):
 def test_switched_off_it_reads_nothing(fleet, gpu_host):
     use_driver(fleet, gpu_host, "470")  # would fail
     done = fake(fleet, cuda_check_enabled=False)
-    assert done.returncode == 0, failures(done, gpu_host)
+    assert done.returncode == 0, done.failure_text(gpu_host.name)
     assert done.changed(gpu_host.name) == 0
     assert [r.get("skipped") for r in done.task_results(FACTS).values()] == [True]
     said = done.task_results("cuda_check : Say that the role is switched off")[gpu_host.name]

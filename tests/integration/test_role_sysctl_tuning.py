@@ -59,18 +59,6 @@ def run(fleet, **options):
     return run_playbook(fleet, PLAYBOOK, **options)
 
 
-def failures(done, host) -> str:
-    """Every failure message of a host, those of loop items included."""
-    found = []
-    for play in done.output.get("plays", []):
-        for task in play["tasks"]:
-            result = task["hosts"].get(host.name) or {}
-            for item in [result, *result.get("results", [])]:
-                if item.get("failed"):
-                    found.append(str(item.get("msg", "")))
-    return " | ".join(found) + done.stderr
-
-
 def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
     (host,) = fleet.hosts()
     controller_boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -127,7 +115,7 @@ def test_verify_notices_an_edited_file_and_the_role_repairs_it(fleet):
     fleet.ssh(host, f"sed -i 's/^vm.swappiness=10$/vm.swappiness=60/' {FILE}")
     verify = run(fleet, tags="verify")
     assert verify.returncode != 0
-    assert '"vm.swappiness": "60"' in failures(verify, host)
+    assert '"vm.swappiness": "60"' in verify.failure_text(host.name)
     repair = run(fleet)
     assert repair.returncode == 0, repair.stderr
     assert repair.changed(host.name) == 1
@@ -148,7 +136,7 @@ def test_a_file_read_after_ours_at_boot_fails_verification(fleet):
         assert "/etc/sysctl.d/99-local.conf sets 60" in str(warned[host.name])
         assert (
             "vm.swappiness: the next boot ends with 60 from /etc/sysctl.d/99-local.conf"
-            in failures(done, host)
+            in done.failure_text(host.name)
         )
         assert done.changed(host.name) == 0
     finally:
@@ -204,6 +192,6 @@ def test_bad_input_fails_before_any_change(fleet, variables, message):
     extra = {"sysctl_tuning_settings": {**SETTINGS, "vm.swappiness": 5, **sysctls}, **role_vars}
     done = run(fleet, extra_vars=extra)
     assert done.returncode != 0
-    assert message in failures(done, host)
+    assert message in done.failure_text(host.name)
     assert done.changed(host.name) == 0
     assert file_lines(fleet, host) == before
