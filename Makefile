@@ -13,7 +13,7 @@ JOBS ?= 3
 HOSTS ?= 3
 SANDBOX := $(BIN)/python -m tests.sandbox
 # Debian packages the sandbox fleet needs on this machine (installed when root and missing).
-SANDBOX_PACKAGES := mmdebstrap openssh-client util-linux mount gnupg gcc binutils
+SANDBOX_PACKAGES := mmdebstrap openssh-client util-linux mount gnupg gcc binutils rsync
 # The browser the fleet HTML test renders the page with (installed when root and missing).
 BROWSER_PACKAGES := chromium
 
@@ -48,7 +48,7 @@ define apt_install
 endef
 
 sandbox-tools:
-	$(call apt_install,the sandbox tools,mmdebstrap ssh ssh-keygen unshare losetup gpg gcc objcopy,$(SANDBOX_PACKAGES))
+	$(call apt_install,the sandbox tools,mmdebstrap ssh ssh-keygen unshare losetup gpg gcc objcopy rsync,$(SANDBOX_PACKAGES))
 
 # the fleet HTML test renders its page in headless Chromium
 browser:

@@ -27,6 +27,7 @@ PACKAGES = (
     "iproute2",
     "e2fsprogs",
     "xfsprogs",
+    "btrfs-progs",
     "mdadm",
     "gdisk",
     "rsync",
