@@ -22,7 +22,9 @@ NOT_ASSESSED = (*MARKER_STATES, UNREADABLE)
 
 def natural_key(text: str) -> tuple:
     """node2 before node10."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+    return tuple(
+        int(p) if p.isdecimal() and p.isascii() else p for p in re.split(r"([0-9]+)", text)
+    )
 
 
 @dataclass

@@ -286,6 +286,7 @@ def test_malformed_reports_never_crash(tmp_path_factory, real_report, fleet_sett
     def check(texts, name):
         folder = tmp_path_factory.mktemp("fuzz")
         name = name.replace("/", "_").replace("\x00", "_")
+        name = "_" + name[1:] if name.startswith(".") else name  # hidden files are not inputs
         names = []
         for index, text in enumerate(texts):
             stem = f"{name}{index}"
@@ -322,3 +323,10 @@ def _leaves(doc):
             yield from _leaves(value)
     else:
         yield doc
+
+
+def test_host_names_sort_naturally_by_ascii_digits_only():
+    from hostcheck.fleet.entry import natural_key
+
+    names = ["node10", "node2", "node²", "node1", "node١"]
+    assert sorted(names, key=natural_key) == ["node1", "node2", "node10", "node²", "node١"]
