@@ -22,8 +22,6 @@ from tests.integration.cuda_fakes import (
     write_tree,
 )
 
-# every failure message of a host, loop items included
-
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/cuda_check.yml"
 SETUP = "tests/integration/playbooks/cuda_check_fake_gpu.yml"

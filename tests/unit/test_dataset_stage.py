@@ -69,6 +69,14 @@ def staging_temps(root: Path) -> list[str]:
     )
 
 
+def sha256sum_accepts(dest: Path, manifest: Path) -> bool:
+    """The real sha256sum -c, run in the destination, accepts the manifest."""
+    done = subprocess.run(
+        ["sha256sum", "-c", str(manifest)], cwd=dest, capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
 def write_manifest(path: Path, files: dict[str, bytes], algorithm: str = "sha256") -> Path:
     lines = [f"{hashlib.new(algorithm, data).hexdigest()}  {rel}" for rel, data in files.items()]
     path.write_text("# made on the controller\n\n" + "\n".join(lines) + "\n")
@@ -333,13 +341,7 @@ def test_copy_killed_mid_file_leaves_no_partial_file_and_the_next_run_completes(
     assert result["files_copied"] == len(dataset) - len(complete)
     assert read_tree(dest) == dataset
     assert staging_temps(tmp_path) == []
-    check = subprocess.run(
-        ["sha256sum", "-c", str(tmp_path / "state" / "imagenet.sha256")],
-        cwd=dest,
-        capture_output=True,
-        check=False,
-    )
-    assert check.returncode == 0
+    assert sha256sum_accepts(dest, tmp_path / "state" / "imagenet.sha256")
     assert ds.stage({**run, "verify": "all"})["files_copied"] == 0
 
 
@@ -540,13 +542,7 @@ def test_commit_moves_verified_files_rejects_a_tampered_one_and_clears_leftovers
     assert result["files_total"] == len(newer)
     assert read_tree(dest) == newer
     assert list(incoming.iterdir()) == []
-    check = subprocess.run(
-        ["sha256sum", "-c", str(tmp_path / "state" / "imagenet.sha256")],
-        cwd=dest,
-        capture_output=True,
-        check=False,
-    )
-    assert check.returncode == 0
+    assert sha256sum_accepts(dest, tmp_path / "state" / "imagenet.sha256")
     again = ds.stage(commit)
     assert again["changed"] is False
     assert again["files_verified"] == 0

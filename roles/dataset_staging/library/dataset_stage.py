@@ -379,6 +379,13 @@ def hash_file(path: str, algorithm: str) -> str:
 def hash_descriptor(fd: int, algorithm: str) -> str:
     """Hash what can be read from `fd` (from its current offset to the end)."""
     digest = hashlib.new(algorithm)
+    for chunk in chunks(fd):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def chunks(fd: int):
+    """What can be read from `fd` to its end, sequentially, as views of one reused buffer."""
     buffer = bytearray(BUFFER_BYTES)
     view = memoryview(buffer)
     advise(fd, "POSIX_FADV_SEQUENTIAL")
@@ -386,9 +393,8 @@ def hash_descriptor(fd: int, algorithm: str) -> str:
         while True:
             count = reader.readinto(buffer)
             if not count:
-                break
-            digest.update(view[:count])
-    return digest.hexdigest()
+                return
+            yield view[:count]
 
 
 def advise(fd: int, advice: str) -> None:
@@ -729,21 +735,14 @@ class Stager:
                 read_fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
             source_fd = os.open(source_path, os.O_RDONLY | os.O_CLOEXEC)
             before = os.fstat(source_fd)
-            advise(source_fd, "POSIX_FADV_SEQUENTIAL")
             digest = hashlib.new(self.algorithm)
-            buffer = bytearray(BUFFER_BYTES)
-            view = memoryview(buffer)
             copied = 0
-            with open(source_fd, "rb", buffering=0, closefd=False) as reader:
-                while True:
-                    count = reader.readinto(buffer)
-                    if not count:
-                        break
-                    digest.update(view[:count])
-                    written = 0
-                    while written < count:
-                        written += os.write(write_fd, view[written:count])
-                    copied += count
+            for chunk in chunks(source_fd):
+                digest.update(chunk)
+                written = 0
+                while written < len(chunk):
+                    written += os.write(write_fd, chunk[written:])
+                copied += len(chunk)
             after = os.stat(source_path)
             moved = (before.st_size, before.st_mtime_ns, before.st_ino) != (
                 after.st_size,
