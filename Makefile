@@ -11,9 +11,12 @@ STAMP := $(VENV)/.installed
 JOBS ?= 3
 
 HOSTS ?= 3
+# OS kinds of the sandbox hosts, taken in turn (tests/sandbox/oskinds.py); empty: a mix
+OS ?=
 SANDBOX := $(BIN)/python -m tests.sandbox
-# Debian packages the sandbox fleet needs on this machine (installed when root and missing).
-SANDBOX_PACKAGES := mmdebstrap openssh-client util-linux mount gnupg gcc binutils rsync
+# Debian packages the sandbox fleet needs on this machine (installed when root and missing):
+# systemd-nspawn boots the hosts; rpm and createrepo-c build the Rocky look-alikes' repository.
+SANDBOX_PACKAGES := mmdebstrap systemd-container rpm createrepo-c openssh-client util-linux mount gnupg gcc binutils rsync
 # The browser the fleet HTML test renders the page with (installed when root and missing).
 BROWSER_PACKAGES := chromium
 
@@ -48,7 +51,7 @@ define apt_install
 endef
 
 sandbox-tools:
-	$(call apt_install,the sandbox tools,mmdebstrap ssh ssh-keygen unshare losetup gpg gcc objcopy rsync,$(SANDBOX_PACKAGES))
+	$(call apt_install,the sandbox tools,mmdebstrap systemd-nspawn rpmbuild createrepo_c ssh ssh-keygen unshare losetup gpg gcc objcopy rsync,$(SANDBOX_PACKAGES))
 
 # the fleet HTML test renders its page in headless Chromium
 browser:
@@ -64,7 +67,7 @@ integration: $(STAMP) sandbox-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile tests/integration
 
 sandbox-up: $(STAMP) sandbox-tools
-	$(SANDBOX) up --hosts $(HOSTS)
+	$(SANDBOX) up --hosts $(HOSTS) $(if $(OS),--os $(OS))
 
 sandbox-down: $(STAMP)
 	$(SANDBOX) down

@@ -13,7 +13,7 @@ from tests.sandbox.fleet import Fleet
 def sandbox_unavailable() -> str | None:
     if os.geteuid() != 0:
         return "the sandbox fleet needs root (namespaces, mounts, loop devices)"
-    for tool in ("mmdebstrap", "unshare", "losetup", "ssh", "ssh-keygen"):
+    for tool in ("mmdebstrap", "systemd-nspawn", "unshare", "losetup", "ssh", "ssh-keygen"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (make test installs the sandbox tools as root)"
     if not os.path.exists("/dev/loop-control"):

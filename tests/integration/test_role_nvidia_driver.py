@@ -150,7 +150,12 @@ def test_secure_boot_with_an_enrolled_mok_installs_holds_and_asks_for_a_reboot(f
     assert installed(fleet, host) == {
         "nvidia-driver-pinning-550": "550.54.15-1 hold",
         "nvidia-open": "550.54.15-1 hold",
+        "nvidia-persistenced": "550.54.15-1 install",
     }
+    enabled = fleet.ssh(
+        host, "systemctl is-enabled nvidia-persistenced; systemctl is-active nvidia-persistenced"
+    )
+    assert enabled.stdout.split() == ["enabled", "active"]
     module = fleet.ssh(host, f"modinfo -k {KERNEL} -F version nvidia")
     assert module.stdout.strip() == "550.54.15"
     mok = fleet.ssh(host, "cat /etc/dkms/framework.conf.d/hostcheck-mok.conf").stdout

@@ -1,7 +1,8 @@
-"""The sysctl_tuning role on sandbox hosts. They run on this machine's kernel (same boot_id,
-read-only /proc/sys and /sys, PID 1 tini): the role must see that, write its sysctl.d file,
-apply nothing live, leave the governor and THP alone and say why; and this machine's
-sysctls and THP modes must be exactly as they were."""
+"""The sysctl_tuning role on sandbox hosts. They boot systemd in a container on this machine's
+kernel (read-only /proc/sys and /sys): the role must see that, write its sysctl.d file, apply
+nothing live, leave the governor and THP alone and say why, and its boot units must be enabled
+yet skipped by systemd at every boot, not failed; and this machine's sysctls and THP modes
+must be exactly as they were."""
 
 from __future__ import annotations
 
@@ -61,26 +62,24 @@ def run(fleet, **options):
 
 def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
     (host,) = fleet.hosts()
-    controller_boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    host_boot_id = fleet.ssh(host, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
-    assert host_boot_id == controller_boot_id  # the sandbox runs on this machine's kernel
     live_before = fleet.ssh(host, "sysctl -n vm.swappiness vm.max_map_count").stdout
 
     first = run(fleet)
     assert first.returncode == 0, first.stderr
-    assert first.changed(host.name) == 2  # the header, the lines (one loop)
+    # the header, the lines (one loop); the THP unit written and enabled
+    assert first.changed(host.name) == 4
     message = first.task_results(SKIP_TASK)[host.name]["msg"]
-    assert f"boot_id {controller_boot_id} equals the controller's" in message
-    assert "PID 1 is tini" in message
+    assert "/run/systemd/container says systemd-nspawn" in message
     assert "/proc/sys is read-only" in message and "/sys is read-only" in message
     assert "Skipped: live sysctl values" in message
-    assert "the CPU governor and transparent huge pages, live and at boot" in message
+    assert "at boot only by units that systemd skips in a container" in message
     assert file_lines(fleet, host) == EXPECTED_LINES
     assert fleet.ssh(host, "sysctl -n vm.swappiness vm.max_map_count").stdout == live_before
-    no_units = fleet.ssh(
+    units = fleet.ssh(
         host, "ls /etc/systemd/system/hostcheck-* /etc/tuned/hostcheck-training 2>/dev/null"
     )
-    assert no_units.stdout == ""
+    # no cpufreq in this VM: only the THP unit
+    assert units.stdout.split() == ["/etc/systemd/system/hostcheck-thp.service"]
 
     verified = first.task_results("sysctl_tuning : Say what is not verified on this host, and why")[
         host.name
@@ -90,6 +89,38 @@ def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
     second = run(fleet)
     assert second.returncode == 0, second.stderr
     assert second.changed(host.name) == 0
+
+
+def unit_state(fleet, host, unit: str) -> dict[str, str]:
+    done = fleet.ssh(
+        host,
+        f"echo Enabled=$(systemctl is-enabled {unit}); "
+        f"systemctl show -p ActiveState -p Result -p ConditionResult {unit}",
+    )
+    return dict(line.split("=", 1) for line in done.stdout.split())
+
+
+def test_boot_units_are_enabled_and_skipped_by_systemd_at_every_boot(fleet):
+    """In a container the THP unit is enabled but systemd skips it (condition unmet) when
+    started and at boot: nothing touches the shared kernel, and no unit is left failed."""
+    (host,) = fleet.hosts()
+    assert run(fleet).returncode == 0
+    unit = "hostcheck-thp.service"
+    skipped = {
+        "Enabled": "enabled",
+        "ActiveState": "inactive",
+        "Result": "success",
+        "ConditionResult": "no",
+    }
+    started = fleet.ssh(host, f"systemctl start {unit}")
+    assert started.returncode == 0, started.stderr
+    assert unit_state(fleet, host, unit) == skipped
+    fleet.reboot(host)
+    assert unit_state(fleet, host, unit) == skipped
+    assert fleet.ssh(host, "systemctl --failed --no-legend --plain").stdout.strip() == ""
+    journal = fleet.ssh(host, f"journalctl -b --no-pager -u {unit}").stdout
+    assert "was skipped because of an unmet condition check" in journal
+    assert run(fleet, tags="verify").returncode == 0
 
 
 def test_names_left_out_or_null_leave_the_file(fleet):
@@ -160,7 +191,7 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
     (host,) = fresh.hosts()
     done = run(fresh, check=True, diff=True)
     assert done.returncode == 0, done.stderr
-    assert done.changed(host.name) == 2  # would write the header and the lines
+    assert done.changed(host.name) == 3  # would write the header, the lines and the THP unit
     assert file_lines(fresh, host) is None
 
 

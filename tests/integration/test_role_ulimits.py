@@ -3,8 +3,8 @@ logins of root and of a new user, idempotent, drift found by verify, '*' not cov
 and bad values refused before any change.
 
 The sandbox cannot raise hard limits above 20000 open files and 8 MiB locked memory (no
-CAP_SYS_RESOURCE), so the values here stay inside that; it has no systemd, so the drop-in
-part is skipped there (its rendering is tested in tests/unit/test_filter_ulimits.py)."""
+CAP_SYS_RESOURCE), so the values here stay inside that. The hosts boot systemd: a service it
+starts after the role gets the limits of the system.conf.d drop-in."""
 
 from __future__ import annotations
 
@@ -105,7 +105,8 @@ def converged(fleet):
 
 def test_fresh_ssh_logins_of_root_and_a_new_user_get_the_limits(fleet, converged):
     (host,) = fleet.hosts()
-    assert converged.changed(host.name) == 2  # the header line (file created), the entries
+    # the header line (file created), the entries, the system.conf.d folder and drop-in
+    assert converged.changed(host.name) == 4
     assert login_limits(fleet, host, "root") == WANTED
     assert login_limits(fleet, host, USER) == WANTED  # through '*'
     text = fleet.ssh(host, f"cat {LIMITS_FILE}; stat -c '%U %G %a' {LIMITS_FILE}").stdout
@@ -119,6 +120,29 @@ def test_fresh_ssh_logins_of_root_and_a_new_user_get_the_limits(fleet, converged
             [(k, i) for i in ("nofile", "memlock", "nproc") for k in ("soft", "hard")], WANTED
         )
     }
+
+
+def test_a_service_systemd_starts_gets_the_limits_of_the_drop_in(fleet, converged):
+    """Services do not log in through PAM: only DefaultLimit* reaches them, read here from
+    /proc of a service's own process, started by systemd after the role ran."""
+    (host,) = fleet.hosts()
+    dropin = fleet.ssh(host, "cat /etc/systemd/system.conf.d/90-hostcheck-training.conf").stdout
+    assert "DefaultLimitNOFILE=16384:20000" in dropin
+    done = fleet.ssh(
+        host,
+        "systemd-run --quiet --collect --unit=limits-probe sleep 120 && "
+        "cat /proc/$(systemctl show -p MainPID --value limits-probe)/limits; "
+        "systemctl stop limits-probe",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {
+        line[:26].strip(): line[26:].split()[:2]
+        for line in done.stdout.splitlines()[1:]
+        if line.strip()
+    }
+    assert rows["Max open files"] == WANTED[0:2]
+    assert rows["Max locked memory"] == [str(int(v) * 1024) for v in WANTED[2:4]]
+    assert rows["Max processes"] == WANTED[4:6]
 
 
 def test_hostcheck_reads_the_file_as_pam_limits_did(fleet, converged):
@@ -216,7 +240,8 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
     before = fresh.ssh(host, f"ls {LIMITS_FILE} 2>&1; {ULIMITS}").stdout
     run = run_playbook(fresh, PLAYBOOK, extra_vars=VALUES, check=True, diff=True)
     assert run.returncode == 0, run.stderr
-    assert run.changed(host.name) == 2  # would create the file and write the entries
+    # would create the file, write the entries, the system.conf.d folder and drop-in
+    assert run.changed(host.name) == 4
     assert fresh.ssh(host, f"ls {LIMITS_FILE} 2>&1; {ULIMITS}").stdout == before
     assert "No such file" in before
 

@@ -1,27 +1,56 @@
-"""site.yml end to end on fresh sandbox hosts: converge, prove from fresh SSH sessions, idempotence.
-Check mode and bad input are in test_site_check.py and test_site_bad_input.py (they run beside
-this module in another pytest worker)."""
+"""site.yml end to end on one fresh sandbox host of every OS kind (tests/sandbox/oskinds.py:
+Debian 12 and 13, and the Ubuntu 22.04/24.04 and Rocky 8/9 look-alikes), each booting systemd:
+Ansible sees each as its distribution, site.yml converges and verifies, fresh SSH sessions see
+what it set, the packages went in under each distribution's names, and a second run changes
+nothing. Check mode and bad input are in test_site_check.py and test_site_bad_input.py (they
+run beside this module in another pytest worker)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
-from tests.integration.ansible import run_playbook
+from tests.integration.ansible import ANSIBLE_BIN, run_playbook
+from tests.sandbox.fleet import CHECKOUT
+from tests.sandbox.oskinds import KINDS
 
 pytestmark = pytest.mark.integration
 MiB = 2**20
 VENV = "/opt/venvs/train"
+# kind -> (distribution, major version, os_family, pkg_mgr) as Ansible's facts must say
+FACTS = {
+    "debian12": ("Debian", "12", "Debian", "apt"),
+    "debian13": ("Debian", "13", "Debian", "apt"),
+    "ubuntu2204": ("Ubuntu", "22", "Debian", "apt"),
+    "ubuntu2404": ("Ubuntu", "24", "Debian", "apt"),
+    "rocky8": ("Rocky", "8", "RedHat", "dnf"),
+    "rocky9": ("Rocky", "9", "RedHat", "dnf"),
+}
+# The JPEG headers pillow-simd is built against (every host gets them, a cached wheel or not),
+# under each distribution's own name as its package manager records them.
+BUILD_PACKAGES = {
+    "debian12": ["libjpeg62-turbo-dev", "zlib1g-dev"],
+    "debian13": ["libjpeg62-turbo-dev", "zlib1g-dev"],
+    "ubuntu2204": ["libjpeg-turbo8-dev", "zlib1g-dev"],
+    "ubuntu2404": ["libjpeg-turbo8-dev", "zlib1g-dev"],
+    "rocky8": ["libjpeg-turbo-devel", "zlib-devel"],
+    "rocky9": ["libjpeg-turbo-devel", "zlib-devel"],
+}
 
 
 @pytest.fixture(scope="module")
 def converged(make_fleet):
-    fleet = make_fleet("site", hosts=3)
+    fleet = make_fleet("site", hosts=len(KINDS), os_kinds=list(KINDS.values()))
+    start = time.monotonic()
     first = run_playbook(fleet, "site.yml")
-    assert first.returncode == 0, first.failed_hosts() and [
-        (h, first.messages(h)) for h in first.failed_hosts()
-    ]
+    elapsed = time.monotonic() - start
+    assert first.returncode == 0, [(h, first.failure_text(h)) for h in first.failed_hosts()]
+    print(f"site.yml on {len(KINDS)} hosts, one of each OS kind: {elapsed:.0f} s")
     return fleet, first
 
 
@@ -31,15 +60,57 @@ def sh(fleet, host, command):
     return done.stdout.strip()
 
 
+def test_every_kind_is_gathered_as_its_distribution(converged):
+    fleet, _ = converged
+    done = subprocess.run(
+        [
+            str(ANSIBLE_BIN / "ansible"),
+            "-i",
+            str(fleet.inventory),
+            "gpu_nodes",
+            "-m",
+            "ansible.builtin.setup",
+            "-a",
+            "gather_subset=!all,!min,distribution,pkg_mgr",
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "ANSIBLE_STDOUT_CALLBACK": "json",
+            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+            "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),
+        },
+        cwd=CHECKOUT,
+        check=False,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    results = json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]
+    seen = {}
+    for host in fleet.hosts():
+        facts = results[host.name]["ansible_facts"]
+        seen[host.os] = (
+            facts["ansible_distribution"],
+            facts["ansible_distribution_major_version"],
+            facts["ansible_os_family"],
+            facts["ansible_pkg_mgr"],
+        )
+    assert seen == FACTS
+    inventory = Path(fleet.inventory).read_text()
+    for kind in KINDS:
+        assert f"    os_{kind}:" in inventory  # a group per OS kind
+
+
 def test_fresh_sessions_see_what_site_yml_set(converged):
     fleet, _ = converged
     for host in fleet.hosts():
         memtotal_kib = int(sh(fleet, host, "awk '/MemTotal/{print $2}' /proc/meminfo"))
         size = int(sh(fleet, host, "df -B1 --output=size /dev/shm | tail -1"))
-        assert size == -(-(memtotal_kib // 4) * 50 // 100) * 4096  # shm_size 50%
+        assert size == -(-(memtotal_kib // 4) * 50 // 100) * 4096, host.os  # shm_size 50%
         assert "size=50%" in sh(fleet, host, "findmnt --fstab -n -o OPTIONS /dev/shm")
         limits = [sh(fleet, host, f"ulimit -{flag}") for flag in ("Sn", "Hn", "Sl", "Hl")]
-        assert limits == ["16384", "20000", "8192", "8192"]
+        assert limits == ["16384", "20000", "8192", "8192"], host.os
         sysctl_file = sh(fleet, host, "cat /etc/sysctl.d/90-hostcheck-training.conf")
         assert "vm.swappiness" in sysctl_file and "vm.max_map_count" in sysctl_file
         probe = sh(
@@ -50,15 +121,36 @@ def test_fresh_sessions_see_what_site_yml_set(converged):
             'm.version("pillow-simd")]))\'',
         )
         version, turbo, simd = json.loads(probe)
-        assert turbo is True and simd.startswith(version.split(".post")[0])
+        assert turbo is True and simd.startswith(version.split(".post")[0]), host.os
         check = fleet.ssh(host, f"{VENV}/bin/hostcheck run --config /etc/hostcheck/config.yaml")
-        assert check.returncode == 0, check.stdout[-3000:]
+        assert check.returncode == 0, f"{host.os}: {check.stdout[-3000:]}"
         report = json.loads(sh(fleet, host, "cat /var/lib/hostcheck/report.json"))
         assert report["schema_version"] == 1 and report["exit_code"] == 0
+
+
+def test_build_packages_went_in_under_each_distributions_names(converged):
+    fleet, _ = converged
+    for host in fleet.hosts():
+        wanted = BUILD_PACKAGES[host.os]
+        if FACTS[host.os][3] == "dnf":
+            query = f"rpm -q --qf '%{{NAME}}\\n' {' '.join(wanted)}"
+        else:
+            query = f"dpkg-query -W -f='${{Package}}\\n' {' '.join(wanted)}"
+        assert sh(fleet, host, query).split() == wanted, host.os
+
+
+def test_services_get_the_limits_and_no_unit_failed(converged):
+    fleet, _ = converged
+    for host in fleet.hosts():
+        assert sh(fleet, host, "systemctl --failed --no-legend --plain") == "", host.os
+        soft, hard = sh(
+            fleet, host, "systemctl show -p DefaultLimitNOFILESoft -p DefaultLimitNOFILE"
+        )
+        assert sorted((soft, hard)) == ["DefaultLimitNOFILE=20000", "DefaultLimitNOFILESoft=16384"]
 
 
 def test_second_run_changes_nothing(converged):
     fleet, _ = converged
     second = run_playbook(fleet, "site.yml")
-    assert second.returncode == 0
+    assert second.returncode == 0, [(h, second.failure_text(h)) for h in second.failed_hosts()]
     assert {h: s["changed"] for h, s in second.stats.items()} == {h.name: 0 for h in fleet.hosts()}

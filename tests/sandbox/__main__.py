@@ -1,4 +1,4 @@
-"""python -m tests.sandbox up --hosts 3 | down | status"""
+"""python -m tests.sandbox up --hosts 3 [--os debian12,rocky9] | down | status"""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from tests.sandbox import oskinds
 from tests.sandbox.fleet import Fleet
 
 
@@ -18,6 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--shm-size", default="64m", help="/dev/shm size of each host")
     up.add_argument("--disks", type=int, default=2, help="loop-device disks per host")
     up.add_argument("--port", type=int, default=22)
+    up.add_argument(
+        "--os",
+        default=",".join(oskinds.DEFAULT_MIX),
+        help=f"OS kinds, taken in turn for the hosts (kinds: {', '.join(oskinds.KINDS)})",
+    )
     commands.add_parser("down", help="remove everything the harness created")
     status = commands.add_parser("status", help="show the hosts")
     status.add_argument("--json", action="store_true")
@@ -27,7 +33,13 @@ def main(argv: list[str] | None = None) -> int:
         print("sandbox: needs root (namespaces, mounts, loop devices)", file=sys.stderr)
         return 2
     if args.command == "up":
+        try:
+            kinds = oskinds.parse(args.os)
+        except ValueError as exc:
+            print(f"sandbox: --os: {exc}", file=sys.stderr)
+            return 2
         fleet = Fleet(
+            os_kinds=kinds,
             shm_size=args.shm_size,
             disks_per_host=args.disks,
             port=args.port,
@@ -41,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         for host in hosts:
             print(
-                f"  {host.name:8} ssh root@{host.address} -i {fleet.key_file}  "
+                f"  {host.name:8} {host.os:11} ssh root@{host.address} -i {fleet.key_file}  "
                 f"disks: {' '.join(host.disk_paths)}"
             )
         print("take it down with: make sandbox-down")
@@ -58,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows if not args.json else ():
         state = "up" if row["ssh"] else ("running, no ssh" if row["running"] else "DOWN")
         print(
-            f"{row['name']:8} {row['address']:22} {state:16} pid {row['init_pid']}  "
+            f"{row['name']:8} {row['os']:11} {row['address']:22} {state:16} pid {row['init_pid']}  "
             f"disks {' '.join(row['disks'])}"
         )
     return 0 if all(r["ssh"] for r in rows) else 1

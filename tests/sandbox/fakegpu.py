@@ -14,11 +14,45 @@ import os
 import subprocess
 import tempfile
 import textwrap
+from email.utils import formatdate
 from pathlib import Path
 
 GPU = {"address": "0000:3b:00.0", "vendor": "0x10de", "device": "0x2330", "class": "0x030200"}
 NVSWITCH = {"address": "0000:5a:00.0", "vendor": "0x10de", "device": "0x22a3", "class": "0x068000"}
 NIC = {"address": "0000:17:00.0", "vendor": "0x15b3", "device": "0x1021", "class": "0x020700"}
+
+
+# The daemons of the driver packages: nothing to manage without a GPU, so they only stay up,
+# under units that `systemctl enable --now` really runs. NVIDIA's own units are Type=forking
+# (nvidia-persistenced) and pulled in by udev once the device exists, which it never does here.
+STANDIN_DAEMON = (
+    "#!/bin/sh\n# hostcheck sandbox stand-in: no GPU here, so only stay up.\nexec sleep infinity\n"
+)
+PERSISTENCED_UNIT = textwrap.dedent("""\
+    [Unit]
+    Description=NVIDIA Persistence Daemon (hostcheck sandbox stand-in)
+    Wants=syslog.target
+
+    [Service]
+    Type=simple
+    ExecStart=/usr/bin/nvidia-persistenced --verbose
+    ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
+
+    [Install]
+    WantedBy=multi-user.target
+    """)
+FABRICMANAGER_UNIT = textwrap.dedent("""\
+    [Unit]
+    Description=NVIDIA fabric manager service (hostcheck sandbox stand-in)
+
+    [Service]
+    Type=simple
+    ExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg
+    LimitCORE=infinity
+
+    [Install]
+    WantedBy=multi-user.target
+    """)
 
 
 def _sh(*argv: str, **options) -> subprocess.CompletedProcess:
@@ -45,7 +79,12 @@ def fake_module(version: str, path: Path) -> None:
 
 
 def build_deb(
-    out: Path, name: str, version: str, files: dict[str, Path] | None = None, postinst: str = ""
+    out: Path,
+    name: str,
+    version: str,
+    files: dict[str, Path] | None = None,
+    postinst: str = "",
+    depends: str = "",
 ) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp, "pkg")
@@ -58,6 +97,7 @@ def build_deb(
             Maintainer: hostcheck tests <tests@hostcheck.invalid>
             Description: stand-in for {name} in the hostcheck sandbox (no GPU here)
             """)
+            + (f"Depends: {depends}\n" if depends else "")
         )
         if postinst:
             script = root / "DEBIAN" / "postinst"
@@ -67,6 +107,7 @@ def build_deb(
             dest = root / target.lstrip("/")
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(source.read_bytes())
+            dest.chmod(source.stat().st_mode & 0o777)
         deb = out / f"{name}_{version}_all.deb"
         _sh("dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb))
     return deb
@@ -95,11 +136,37 @@ def build_repo(
     fake_module(driver_version, module)
     ko = {f"/lib/modules/{kernel}/updates/dkms/nvidia.ko": module}
     depmod = f"depmod {kernel}"
+    texts = out / "build"
+    for name, text in (
+        ("daemon", STANDIN_DAEMON),
+        ("persistenced.service", PERSISTENCED_UNIT),
+        ("fabricmanager.service", FABRICMANAGER_UNIT),
+    ):
+        (texts / name).write_text(text)
+        (texts / name).chmod(0o755)
+    persistenced = f"nvidia-persistenced (= {package_version})"
     debs = [
         build_deb(out, f"nvidia-driver-pinning-{branch}", package_version),
-        build_deb(out, "nvidia-open", package_version, ko, depmod),
-        build_deb(out, "cuda-drivers", package_version, ko, depmod),
-        build_deb(out, "nvidia-fabricmanager", package_version),
+        build_deb(out, "nvidia-open", package_version, ko, depmod, persistenced),
+        build_deb(out, "cuda-drivers", package_version, ko, depmod, persistenced),
+        build_deb(
+            out,
+            "nvidia-persistenced",
+            package_version,
+            {
+                "/usr/bin/nvidia-persistenced": texts / "daemon",
+                "/lib/systemd/system/nvidia-persistenced.service": texts / "persistenced.service",
+            },
+        ),
+        build_deb(
+            out,
+            "nvidia-fabricmanager",
+            package_version,
+            {
+                "/usr/bin/nv-fabricmanager": texts / "daemon",
+                "/lib/systemd/system/nvidia-fabricmanager.service": texts / "fabricmanager.service",
+            },
+        ),
     ]
     if headers:
         debs.append(build_deb(out, f"linux-headers-{kernel}", "1.0"))
@@ -108,6 +175,7 @@ def build_repo(
     digest = hashlib.sha256(packages.encode()).hexdigest()
     (out / "Release").write_text(
         "Origin: hostcheck sandbox\nLabel: fake CUDA\n"
+        f"Date: {formatdate(usegmt=True)}\n"
         f"SHA256:\n {digest} {len(packages.encode())} Packages\n"
     )
     with tempfile.TemporaryDirectory() as home:

@@ -1,12 +1,14 @@
 """Bring sandbox hosts up and down, and find what an earlier, crashed run left behind.
 
-Each host is `unshare --mount --uts --pid --fork` running hostinit.py: its mounts live and
-die with its mount namespace, its processes with its PID namespace. What outlives a host
-is only what this module creates in the open: the host's folder under .cache/sandbox/fleet
-and its loop devices. Every host's first processes carry HOSTCHECK_SANDBOX=<folder>/<host>
-(the fleet's folder and the host's name) in its environment, and every loop device is
-backed by a file in the fleet's folder, so
-teardown finds both even when the state file was never written.
+Each host is `unshare --mount` running hostinit.py, which mounts the host's root and becomes
+systemd-nspawn booting systemd (tests/sandbox/hostinit.py): its mounts live and die with its
+mount namespaces, its processes with its PID namespace. What outlives a host is only what
+this module creates in the open: the host's folder under .cache/sandbox/fleet, its loop
+devices and its cgroups (hostcheck-sandbox-<fleet id>/<host>). systemd-nspawn and the host's
+systemd carry HOSTCHECK_SANDBOX=<folder>/<host> (the fleet's folder and the host's name) in
+their environment, every loop device is backed by a file in the fleet's folder, and the
+cgroups are named by the fleet's id, so teardown finds all three even when the state file was
+never written.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tests.sandbox import rootfs, sources
+from tests.sandbox import oskinds, rootfs, sources
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 MARKER = "HOSTCHECK_SANDBOX"
@@ -51,6 +53,7 @@ class Host:
     port: int
     folder: str
     disks: list[dict] = field(default_factory=list)
+    os: str = "debian12"
     unshare_pid: int | None = None
     init_pid: int | None = None
     host_key: str = ""
@@ -69,6 +72,7 @@ class Fleet:
         disk_size: int = 4 * 2**30,
         port: int = 22,
         instance: str = "main",
+        os_kinds: list[oskinds.OsKind] | str | None = None,
         log=print,
     ) -> None:
         self.checkout = checkout.resolve()
@@ -86,6 +90,7 @@ class Fleet:
         self.disks_per_host = disks_per_host
         self.disk_size = disk_size
         self.port = port
+        self.os_kinds = oskinds.parse(os_kinds) if isinstance(os_kinds, str) else os_kinds
         self.log = log
 
     # --- state ---------------------------------------------------------------------------
@@ -117,7 +122,11 @@ class Fleet:
             raise ValueError(f"HOSTS must be between 1 and 250, got {count}")
         start = time.monotonic()
         self.down(quiet=True)
-        lower = rootfs.ensure_rootfs(self.cache, log=self.log)
+        kinds = oskinds.for_hosts(count, self.os_kinds)
+        distinct = list(dict.fromkeys(kinds))
+        with ThreadPoolExecutor(max_workers=len(distinct)) as pool:
+            built = pool.map(lambda k: rootfs.ensure_rootfs(self.cache, k, log=self.log), distinct)
+            roots = dict(zip([k.name for k in distinct], built))
         self.folder.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [
@@ -142,20 +151,21 @@ class Fleet:
                 address=f"{prefix}.{i}",
                 port=self.port,
                 folder=str(self.folder / f"node{i}"),
+                os=kind.name,
             )
-            for i in range(1, count + 1)
+            for i, kind in enumerate(kinds, start=1)
         ]
         self._save(hosts)  # before anything exists, so a crash from here on is found
         for host in hosts:
-            self._prepare(host, lower, shared)
+            self._prepare(host, roots[host.os], shared)
             self._save(hosts)
         for host in hosts:
             self._start(host)
             self._save(hosts)
+        self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
         with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
             list(pool.map(self._wait_ready, hosts))
         self._save(hosts)
-        self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
         self._write_inventory(hosts)
         self.log(
             f"{count} sandbox hosts up in {time.monotonic() - start:.1f} s; "
@@ -168,27 +178,7 @@ class Fleet:
         upper = folder / "upper"
         for sub in ("upper", "work", "merged", "disks"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
-        files = {
-            "etc/hostname": f"{host.name}\n",
-            "etc/hosts": f"127.0.0.1 localhost\n{host.address} {host.name}\n",
-            "etc/ssh/sshd_config.d/10-sandbox.conf": (
-                f"ListenAddress {host.address}:{host.port}\n"
-                "HostKey /etc/ssh/ssh_host_ed25519_key\n"
-                "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                "UsePAM yes\nUseDNS no\nMaxStartups 100:30:200\nMaxSessions 100\n"
-            ),
-            "etc/environment": "".join(
-                f'{k}="{v}"\n' for k, v in sources.session_environment(dict(os.environ)).items()
-            ),
-            "root/.ssh/authorized_keys": self.key_file.with_suffix(".pub").read_text(),
-        }
-        for relative, text in files.items():
-            path = upper / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        os.chmod(upper / "root", 0o700)
-        os.chmod(upper / "root/.ssh", 0o700)
-        os.chmod(upper / "root/.ssh/authorized_keys", 0o600)
+        kind = oskinds.KINDS[host.os]
         for index in range(self.disks_per_host):
             image = folder / "disks" / f"disk{index}.img"
             with open(image, "wb") as handle:
@@ -209,6 +199,48 @@ class Fleet:
                     "by_id": f"nvme-sandbox_{host.name}_disk{index}",
                 }
             )
+        files = {
+            "etc/hostname": f"{host.name}\n",
+            "etc/hosts": f"127.0.0.1 localhost\n{host.address} {host.name}\n",
+            "etc/ssh/sshd_config.d/10-sandbox.conf": (
+                f"ListenAddress {host.address}:{host.port}\n"
+                "HostKey /etc/ssh/ssh_host_ed25519_key\n"
+                "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                "UsePAM yes\nUseDNS no\nMaxStartups 100:30:200\nMaxSessions 100\n"
+            ),
+            "etc/environment": "".join(
+                f'{k}="{v}"\n' for k, v in sources.session_environment(dict(os.environ)).items()
+            ),
+            "root/.ssh/authorized_keys": self.key_file.with_suffix(".pub").read_text(),
+            # the host's /dev is its own: udev's names of its disks, made at boot
+            "etc/tmpfiles.d/sandbox-disks.conf": "".join(
+                f"L /dev/disk/by-id/{disk['by_id']} - - - - ../../{Path(disk['device']).name}\n"
+                for disk in host.disks
+            ),
+        }
+        for relative, text in files.items():
+            path = upper / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        os.chmod(upper / "root", 0o700)
+        os.chmod(upper / "root/.ssh", 0o700)
+        os.chmod(upper / "root/.ssh/authorized_keys", 0o600)
+        host_key = upper / "etc/ssh/ssh_host_ed25519_key"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", host.name, "-f", str(host_key)],
+            check=True,
+        )
+        host.host_key = " ".join(host_key.with_suffix(".pub").read_text().split()[:2])
+        debian_sources = str(sources.DEBIAN_SOURCES)
+        binds = [
+            (
+                str(sources.debian_sources_file(kind.suite, self.cache))
+                if path == debian_sources
+                else path,
+                path,
+            )
+            for path in shared
+        ]
         spec = {
             "name": host.name,
             "lower": str(lower),
@@ -216,8 +248,9 @@ class Fleet:
             "work": str(folder / "work"),
             "merged": str(folder / "merged"),
             "disks": host.disks,
-            "shm_size": self.shm_size,
-            "shared_read_only": shared,
+            "binds": binds,
+            "marker": f"{MARKER}={self.folder}/{host.name}",
+            "cgroups": [str(Path(root) / host.name) for root in self._cgroup_roots()],
         }
         (folder / "host.json").write_text(json.dumps(spec, indent=2))
 
@@ -232,9 +265,6 @@ class Fleet:
             [
                 "unshare",
                 "--mount",
-                "--uts",
-                "--pid",
-                "--fork",
                 "--propagation",
                 "private",
                 sys.executable,
@@ -250,25 +280,41 @@ class Fleet:
         log.close()
         host.unshare_pid = proc.pid
 
-    def _wait_ready(self, host: Host, timeout: float = 60.0) -> None:
+    def _wait_ready(self, host: Host, timeout: float = 90.0, first_boot: bool = True) -> None:
+        """sshd answers, systemd has finished booting with no failed unit, and on the first
+        boot /dev/shm has the fleet's size (systemd-nspawn mounts its own; later boots keep
+        what the host's fstab says, as systemd-remount-fs applies it)."""
         console = Path(host.folder) / "console.log"
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if host.init_pid is None and host.unshare_pid:
-                host.init_pid = _first_child(host.unshare_pid)
-            text = console.read_text(errors="replace") if console.exists() else ""
-            for line in text.splitlines():
-                if line.startswith("HOSTKEY "):
-                    host.host_key = " ".join(line.split()[1:3])
-            if host.host_key and _ssh_banner(host.address, host.port):
-                return
+        while not _ssh_banner(host.address, host.port):
             if host.unshare_pid and not _alive(host.unshare_pid):
-                raise RuntimeError(f"{host.name} died while starting:\n{text[-2000:]}")
+                text = console.read_text(errors="replace") if console.exists() else ""
+                hint = (
+                    "\nAll hosts share this machine's inotify instances "
+                    "(fs.inotify.max_user_instances): fewer hosts at once, or a higher limit."
+                    if "Too many open files" in text
+                    else ""
+                )
+                raise RuntimeError(f"{host.name} died while starting:\n{text[-2000:]}{hint}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{host.name}: sshd not answering on {host.address}:{host.port} "
+                    f"after {timeout:.0f} s; see {console}"
+                )
             time.sleep(0.05)
-        raise RuntimeError(
-            f"{host.name}: sshd not answering on {host.address}:{host.port} "
-            f"after {timeout:.0f} s; see {console}"
+        host.init_pid = _container_init(f"{self.folder}/{host.name}")
+        booted = self.ssh(
+            host,
+            f"timeout {max(1, int(deadline - time.monotonic()))} systemctl is-system-running "
+            "--wait; systemctl --failed --no-legend --plain"
+            + (f"; mount -o remount,size={self.shm_size} /dev/shm" if first_boot else ""),
         )
+        state = booted.stdout.split("\n", 1)[0].strip()
+        if state != "running" or booted.returncode != 0:
+            raise RuntimeError(
+                f"{host.name} ({host.os}) booted into state {state!r}: "
+                f"{booted.stdout.strip()} {booted.stderr.strip()}"
+            )
 
     def _write_inventory(self, hosts: list[Host]) -> None:
         lines = [
@@ -280,19 +326,25 @@ class Fleet:
             "    ansible_ssh_common_args: >-",
             f"      -o UserKnownHostsFile={self.known_hosts}",
             "      -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes",
-            "    ansible_python_interpreter: /usr/bin/python3",
             "    sandbox: true",
             "  children:",
             "    gpu_nodes:",
             "      hosts:",
         ]
         for host in hosts:
+            kind = oskinds.KINDS[host.os]
             lines += [
                 f"        {host.name}:",
                 f"          ansible_host: {host.address}",
                 f"          ansible_port: {host.port}",
+                f"          ansible_python_interpreter: {kind.python}",
+                f"          sandbox_os: {kind.name}",
                 f"          sandbox_disks: {json.dumps(host.disk_paths)}",
             ]
+        # one group per OS kind as well (os_debian12, os_rocky9, ...)
+        for kind in dict.fromkeys(host.os for host in hosts):
+            lines += [f"    os_{kind}:", "      hosts:"]
+            lines += [f"        {host.name}:" for host in hosts if host.os == kind]
         self.inventory.parent.mkdir(parents=True, exist_ok=True)
         self.inventory.write_text("\n".join(lines) + "\n")
         group_vars = self.inventory.parent / "group_vars"
@@ -334,6 +386,7 @@ class Fleet:
             rows.append(
                 {
                     "name": host.name,
+                    "os": host.os,
                     "address": f"{host.address}:{host.port}",
                     "init_pid": host.init_pid,
                     "running": alive,
@@ -358,12 +411,29 @@ class Fleet:
             time.sleep(0.05)
         return mine
 
+    def reboot(self, host: Host, timeout: float = 60.0) -> None:
+        """`systemctl reboot` on the host: its systemd stops every service and exits, which
+        ends systemd-nspawn; the host then boots again from the same folder and disks."""
+        self.ssh(host, "systemctl reboot", timeout=30)
+        mark = f"{self.folder}/{host.name}"
+        deadline = time.monotonic() + timeout
+        while any(found == mark for _, found in _marked_processes()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{host.name} still running {timeout:.0f} s after its reboot")
+            time.sleep(0.1)
+        hosts = self.hosts()
+        host.init_pid = None
+        self._start(host)
+        self._wait_ready(host, first_boot=False)
+        self._save([host if h.name == host.name else h for h in hosts])
+
     # --- tear down -------------------------------------------------------------------------
 
     def down(self, quiet: bool = False) -> dict:
         """Remove every process, loop device and folder of this fleet; safe to repeat."""
         killed = self._kill_processes()
         detached = self._detach_loops()
+        self._remove_cgroups()
         removed = []
         if self.folder.exists():
             for child in sorted(self.folder.iterdir()):
@@ -389,6 +459,41 @@ class Fleet:
             else:
                 self.log("sandbox down: nothing to do")
         return summary
+
+    def _cgroup_roots(self) -> list[Path]:
+        """hostcheck-sandbox-<fleet id> under this process's cgroup, in each hierarchy that
+        systemd-nspawn uses (the named systemd one and cgroup2)."""
+        roots = []
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            number, controllers, path = line.split(":", 2)
+            if controllers == "name=systemd":
+                mount = Path("/sys/fs/cgroup/systemd")
+            elif number == "0" and Path("/sys/fs/cgroup/unified/cgroup.procs").exists():
+                mount = Path("/sys/fs/cgroup/unified")
+            elif number == "0":
+                mount = Path("/sys/fs/cgroup")
+            else:
+                continue
+            if (mount / "cgroup.procs").exists():
+                roots.append(mount / path.lstrip("/") / f"hostcheck-sandbox-{self.id}")
+        return roots
+
+    def _remove_cgroups(self) -> list[str]:
+        removed = []
+        for root in self._cgroup_roots():
+            if not root.exists():
+                continue
+            deadline = time.monotonic() + 10
+            while root.exists():
+                for folder in [*sorted(root.rglob("*"), key=lambda p: -len(p.parts)), root]:
+                    if folder.is_dir():
+                        with contextlib.suppress(OSError):
+                            folder.rmdir()
+                if root.exists() and time.monotonic() > deadline:
+                    raise RuntimeError(f"cgroup {root} still in use 10 s after SIGKILL")
+                time.sleep(0.05 * root.exists())
+            removed.append(str(root))
+        return removed
 
     def _kill_processes(self) -> list[int]:
         mine = [pid for pid, mark in _marked_processes() if mark.startswith(f"{self.folder}/")]
@@ -425,12 +530,19 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _first_child(pid: int) -> int | None:
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except FileNotFoundError:
-        return None
-    return int(children[0]) if children else None
+def _container_init(mark: str) -> int | None:
+    """The host's systemd: the process with the host's marker that is PID 1 of its namespace."""
+    for pid, found in _marked_processes():
+        if found != mark:
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("NSpid:") and line.split()[-1] == "1" and len(line.split()) > 2:
+                return pid
+    return None
 
 
 def _marker(pid: int) -> str | None:

@@ -1,20 +1,29 @@
-"""The Debian 12 root file system every sandbox host starts from, built once with mmdebstrap
-and cached under .cache/sandbox/rootfs/<key>: rebuilt only when what goes into it changes."""
+"""The root file system of each OS kind (tests/sandbox/oskinds.py), built once with mmdebstrap
+and cached under .cache/sandbox/rootfs/<kind>-<key>: rebuilt only when what goes into it
+changes. Every root boots systemd; look-alikes are then given their distribution's identity."""
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib
+import inspect
 import json
+import platform
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
-SUITE = "bookworm"
+from tests.sandbox import sources
+from tests.sandbox.oskinds import KINDS, OsKind
+
 PACKAGES = (
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "libpam-systemd",
     "openssh-server",
-    "tini",
     "python3",
     "python3-venv",
     "python3-apt",
@@ -43,78 +52,142 @@ DPKG_OPTIONS = (
     "path-include=/usr/share/locale/locale.alias",
 )
 APT_OPTIONS = ('Acquire::Check-Valid-Until "false"',)
-SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
-# Run in the new root after the packages are in: no host keys shared between hosts, no
-# services started by package scripts, root reachable only with a key.
+# Timers that would take the package manager's lock or the disks in the middle of a test run
+# at a random moment; a console getty nobody logs in on. And what costs inotify instances,
+# which all hosts share with this machine's root (fs.inotify.max_user_instances, 128 here):
+# the password agents' path units and the per-user service managers of SSH logins.
+MASKED_UNITS = (
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "dpkg-db-backup.timer",
+    "e2scrub_all.timer",
+    "e2scrub_reap.service",
+    "fstrim.timer",
+    "mdcheck_start.timer",
+    "mdcheck_continue.timer",
+    "mdmonitor-oneshot.timer",
+    "console-getty.service",
+    "systemd-ask-password-wall.path",
+    "systemd-ask-password-console.path",
+    "user@.service",
+)
+# Run in the new root after the packages are in: no host keys shared between hosts, root
+# reachable only with a key, nothing mounted at boot, no timers firing during tests.
 CUSTOMIZE = (
     "rm -f $1/etc/ssh/ssh_host_*",
     "echo 'PermitRootLogin prohibit-password' > $1/etc/ssh/sshd_config.d/00-root.conf",
     "printf '# sandbox host: nothing mounted at boot\\n' > $1/etc/fstab",
+    "rm -f $1/etc/hostname $1/etc/machine-id && touch $1/etc/machine-id",
+    # the hosts get this machine's sources, bound read-only at run time
+    "rm -f $1/etc/apt/sources.list.d/0000*",
+    f"systemctl --root=$1 mask {' '.join(MASKED_UNITS)}",
+    "systemctl --root=$1 set-default multi-user.target",
 )
 
 
-def sources_text() -> str:
-    if SOURCES.exists():
-        return SOURCES.read_text()
-    legacy = Path("/etc/apt/sources.list")
-    return legacy.read_text() if legacy.exists() else ""
+def _lookalike(kind: OsKind):
+    return importlib.import_module(f"tests.sandbox.lookalike_{kind.lookalike}")
 
 
-def cache_key() -> str:
+def packages(kind: OsKind) -> tuple[str, ...]:
+    extra = tuple(_lookalike(kind).ROOT_PACKAGES) if kind.lookalike else ()
+    return tuple(dict.fromkeys(PACKAGES + extra))
+
+
+def cache_key(kind: OsKind) -> str:
     recipe = {
-        "suite": SUITE,
-        "packages": sorted(PACKAGES),
+        "kind": kind.name,
+        "suite": kind.suite,
+        "packages": sorted(packages(kind)),
         "dpkg": DPKG_OPTIONS,
         "apt": APT_OPTIONS,
         "customize": CUSTOMIZE,
-        "sources": sources_text(),
+        "sources": sources.debian_sources_text(kind.suite),
     }
+    if kind.lookalike:
+        # stand-in packages are built for the running kernel (hosts share this machine's)
+        recipe["lookalike"] = inspect.getsource(_lookalike(kind))
+        recipe["kernel"] = platform.release()
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def ensure_rootfs(cache: Path, log=print) -> Path:
-    """The cached root for the current recipe, built if missing; older builds are removed.
-    Fleets started in parallel (pytest workers) wait for one build instead of racing."""
+def ensure_rootfs(cache: Path, kind: OsKind = KINDS["debian12"], log=print) -> Path:
+    """The cached root of this kind for the current recipe, built if missing; older builds of
+    the kind are removed. Fleets started in parallel (pytest workers) wait for one build."""
     base = cache / "rootfs"
-    target = base / cache_key()
-    if (target / "etc" / "debian_version").exists():
+    target = base / f"{kind.name}-{cache_key(kind)}"
+    done_marker = target / "etc" / "os-release"
+    if done_marker.exists():
         return target
     base.mkdir(parents=True, exist_ok=True)
-    with open(base.parent / ".rootfs.lock", "w") as lock:
+    with open(base.parent / f".rootfs-{kind.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / "etc" / "debian_version").exists():
+        if done_marker.exists():
             return target
-        return _build(base, target, log)
+        return _build(base, target, kind, log)
 
 
-def _build(base: Path, target: Path, log) -> Path:
-    key = target.name
+def _in_use(root: Path) -> bool:
+    """Whether a running host has this root as its overlay's lower layer."""
+    needle = f"lowerdir={root}".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "mountinfo").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def _build(base: Path, target: Path, kind: OsKind, log) -> Path:
     if shutil.which("mmdebstrap") is None:
         raise RuntimeError("mmdebstrap is not installed (apt-get install mmdebstrap)")
-    for stale in base.iterdir():
-        shutil.rmtree(stale, ignore_errors=True)
-    building = base / f".building-{key}"
-    sources = SOURCES if SOURCES.exists() else Path("/etc/apt/sources.list")
+    for stale in base.glob(f"{kind.name}-*"):
+        if not _in_use(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+    building = base / f".building-{target.name}"
+    shutil.rmtree(building, ignore_errors=True)
+    wanted = packages(kind)
+    # In a mount and PID namespace of its own that dies with this process: a build killed
+    # half-way leaves no mounts behind and no orphan writing into the next build's folder.
     argv = [
+        "setpriv",
+        "--pdeathsig",
+        "KILL",
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--pid",
+        "--fork",
+        "--kill-child",
         "mmdebstrap",
         "--variant=apt",
         "--mode=root",
         "--format=directory",
-        f"--include={','.join(PACKAGES)}",
+        f"--include={','.join(wanted)}",
         *(f"--aptopt={opt}" for opt in APT_OPTIONS),
         *(f"--dpkgopt={opt}" for opt in DPKG_OPTIONS),
         *(f"--customize-hook={hook}" for hook in CUSTOMIZE),
-        SUITE,
+        kind.suite,
         str(building),
-        str(sources),
+        str(sources.debian_sources_file(kind.suite, base.parent)),
     ]
     start = time.monotonic()
-    log(f"building the sandbox root file system with mmdebstrap ({len(PACKAGES)} packages)")
+    log(f"building the {kind.title} root file system with mmdebstrap ({len(wanted)} packages)")
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         shutil.rmtree(building, ignore_errors=True)
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        raise RuntimeError(f"mmdebstrap failed ({done.returncode}):\n{tail}")
+        raise RuntimeError(f"mmdebstrap failed for {kind.name} ({done.returncode}):\n{tail}")
+    try:
+        if kind.lookalike:
+            version = int(kind.version) if kind.lookalike == "rocky" else kind.version
+            _lookalike(kind).customize(building, version, platform.release())
+    except Exception:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     building.rename(target)
-    log(f"root file system built in {time.monotonic() - start:.0f} s (cold cache): {target}")
+    log(f"{kind.name} root built in {time.monotonic() - start:.0f} s (cold cache): {target}")
     return target

@@ -18,6 +18,9 @@ APT_PATHS = (
 )
 CERTIFICATES = ("/etc/ssl/certs/ca-certificates.crt",)
 _PATHISH = re.compile(r"(?:file://)?(/[^\s'\",;]+)")
+DEBIAN_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
+# The suite this machine's sources name; other suites' sources are written from them.
+MACHINE_SUITE = "bookworm"
 
 
 def apt_paths() -> list[str]:
@@ -81,3 +84,25 @@ def shared_read_only() -> list[str]:
 def session_environment(environ: dict[str, str]) -> dict[str, str]:
     """pip settings that live in environment variables, for /etc/environment of the hosts."""
     return {k: v for k, v in sorted(environ.items()) if k.startswith("PIP_")}
+
+
+def debian_sources_text(suite: str) -> str:
+    """This machine's Debian sources (same mirrors, same keys) for another suite."""
+    if DEBIAN_SOURCES.exists():
+        text = DEBIAN_SOURCES.read_text()
+    else:
+        legacy = Path("/etc/apt/sources.list")
+        text = legacy.read_text() if legacy.exists() else ""
+    return re.sub(rf"\b{MACHINE_SUITE}\b", suite, text)
+
+
+def debian_sources_file(suite: str, folder: Path) -> Path:
+    """A file with debian_sources_text(suite): this machine's own file for its own suite."""
+    if suite == MACHINE_SUITE and DEBIAN_SOURCES.exists():
+        return DEBIAN_SOURCES
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{suite}{'.sources' if DEBIAN_SOURCES.exists() else '.list'}"
+    text = debian_sources_text(suite)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path

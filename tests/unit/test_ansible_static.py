@@ -46,3 +46,29 @@ def test_ansible_lint_production_profile():
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "Profile 'production' was required, and it passed" in done.stderr + done.stdout
+
+
+# Ansible's names for the releases of each sandbox OS kind (tests/sandbox/oskinds.py).
+PLATFORM_OF_KIND = {
+    "debian12": ("Debian", "bookworm"),
+    "debian13": ("Debian", "trixie"),
+    "ubuntu2204": ("Ubuntu", "jammy"),
+    "ubuntu2404": ("Ubuntu", "noble"),
+    "rocky8": ("EL", "8"),
+    "rocky9": ("EL", "9"),
+}
+
+
+@pytest.mark.parametrize("role", sorted(p.name for p in (REPO / "roles").iterdir()))
+def test_roles_claim_exactly_the_platforms_the_sandbox_matrix_runs(role):
+    import yaml
+
+    from tests.sandbox.oskinds import KINDS
+
+    meta = yaml.safe_load((REPO / "roles" / role / "meta" / "main.yml").read_text())
+    claimed = {
+        (platform["name"], str(version))
+        for platform in meta["galaxy_info"]["platforms"]
+        for version in platform["versions"]
+    }
+    assert claimed == {PLATFORM_OF_KIND[kind] for kind in KINDS}

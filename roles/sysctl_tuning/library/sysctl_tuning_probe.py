@@ -300,6 +300,8 @@ def probe(params: dict, root: str = "", detect_virt=detect_virt_container) -> di
     shared = shared_reasons(
         params["controller_boot_id"], params["controller_namespaces"], root, detect_virt
     )
+    # what systemd's ConditionVirtualization=container sees
+    container = (read("/run/systemd/container", root) or "").strip()
     proc_ro = read_only(PROC_SYS, root)
     sys_ro = read_only("/sys", root)
     names = list(dict.fromkeys(params["names"]))
@@ -313,6 +315,7 @@ def probe(params: dict, root: str = "", detect_virt=detect_virt_container) -> di
         "live_sysctl_blockers": shared + (["/proc/sys is read-only"] if proc_ro else []),
         "live_sys_blockers": shared + (["/sys is read-only"] if sys_ro else []),
         "systemd": os.path.isdir(root + "/run/systemd/system"),
+        "systemd_container": container,
         "sysctl": sysctl_state(names, params["own_file"], root),
         "cpufreq": cpufreq_state(root),
         "thp": thp_state(root),
