@@ -76,8 +76,8 @@ sandbox-status: $(STAMP)
 	$(SANDBOX) status
 
 lint: $(STAMP)
-	$(BIN)/ruff check hostcheck tests benchmarks filter_plugins
-	$(BIN)/ruff format --check hostcheck tests benchmarks filter_plugins
+	$(BIN)/ruff check hostcheck tests benchmarks filter_plugins action_plugins
+	$(BIN)/ruff format --check hostcheck tests benchmarks filter_plugins action_plugins
 	$(BIN)/ansible-lint --offline
 
 demo: sandbox-up

@@ -77,9 +77,12 @@ def columns(
 
 
 def _hosts(report: FleetReport) -> Text:
-    rows = [(e.host, e.verdict.upper(), host_reason(e)) for e in report.entries]
+    rows = [
+        (e.host, e.verdict.upper(), e.facts.get("os") or "", host_reason(e))
+        for e in report.entries
+    ]
     styles = [VERDICT_STYLE[e.verdict] for e in report.entries]
-    return columns(f"hosts ({len(rows)})", ("host", "verdict", "reasons"), rows, styles)
+    return columns(f"hosts ({len(rows)})", ("host", "verdict", "os", "reasons"), rows, styles)
 
 
 def _checks(report: FleetReport) -> Text:

@@ -220,10 +220,12 @@ def test_no_mount_of_the_harness_is_visible_on_this_machine(fleet):
 @pytest.mark.skipif(sandbox_unavailable() is not None, reason=str(sandbox_unavailable()))
 def test_down_removes_the_fleet_and_is_idempotent():
     extra = Fleet(instance="updown", disks_per_host=1, log=lambda message: None)
-    hosts = extra.up(2)
-    assert all(row["ssh"] for row in extra.status())
-    assert len(_leftovers(extra.folder)["loops"]) == 2
-    summary = extra.down(quiet=True)
+    try:
+        hosts = extra.up(2)
+        assert all(row["ssh"] for row in extra.status())
+        assert len(_leftovers(extra.folder)["loops"]) == 2
+    finally:
+        summary = extra.down(quiet=True)
     assert len(summary["loop_devices"]) == 2
     assert _leftovers(extra.folder) == {"processes": [], "loops": [], "mounts": [], "folder": False}
     assert extra.down(quiet=True) == {"processes": [], "loop_devices": [], "removed": []}

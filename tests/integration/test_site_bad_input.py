@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 import yaml
 
 from tests.integration.ansible import run_playbook
-from tests.integration.test_site import sh
+from tests.integration.test_os_matrix import sh
 
 pytestmark = pytest.mark.integration
 
@@ -63,3 +65,57 @@ def test_bad_input_stops_before_any_change(bad_run, row, named):
     assert run.changed(host.name) == 0
     assert named in " ".join(run.messages(host.name))
     assert sh(fleet, host, STATE) == before[host.name]
+
+
+# Identity files of OSes the roles do not support, written over a Rocky 9 look-alike: CentOS 7
+# (end of life; /etc/centos-release as it ships) and a distribution Ansible does not know.
+UNSUPPORTED = {
+    "CentOS 7": {
+        "/etc/os-release": 'NAME="CentOS Linux"\nVERSION="7 (Core)"\nID="centos"\n'
+        'ID_LIKE="rhel fedora"\nVERSION_ID="7"\nPRETTY_NAME="CentOS Linux 7 (Core)"\n',
+        "/etc/centos-release": "CentOS Linux release 7.9.2009 (Core)\n",
+        "/etc/redhat-release": "CentOS Linux release 7.9.2009 (Core)\n",
+        "/etc/system-release": "CentOS Linux release 7.9.2009 (Core)\n",
+    },
+    "Plan 9": {
+        "/etc/os-release": 'NAME="Plan 9"\nID=plan9\nVERSION_ID="4"\nPRETTY_NAME="Plan 9"\n',
+    },
+}
+ROLES = (
+    "nvidia_driver",
+    "shm",
+    "ulimits",
+    "sysctl_tuning",
+    "pillow_simd",
+    "dataset_staging",
+    "hostcheck",
+    "cuda_check",
+)
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_an_unsupported_os_fails_every_role_before_any_change(make_fleet, name):
+    from tests.sandbox.oskinds import KINDS
+
+    fleet = make_fleet(f"unsupported-{name.split()[0].lower()}", os_kinds=[KINDS["rocky9"]])
+    (host,) = fleet.hosts()
+    remove = "rm -f /etc/rocky-release /etc/redhat-release /etc/system-release /usr/lib/os-release"
+    writes = "; ".join(
+        f"printf %s {shlex.quote(text)} > {path}" for path, text in UNSUPPORTED[name].items()
+    )
+    sh(fleet, host, f"{remove}; {writes}")
+    before = sh(fleet, host, STATE)
+    site = run_playbook(fleet, "site.yml")
+    assert site.returncode != 0
+    assert site.changed(host.name) == 0
+    (first,) = site.messages(host.name)  # the first role validated stops the host
+    assert first.startswith(f"nvidia_driver: {name}") and "is not supported" in first, first
+    each = run_playbook(fleet, "tests/integration/playbooks/validate_all.yml")
+    messages = each.messages(host.name)
+    for role in ROLES:
+        assert any(m.startswith(f"{role}: {name}") and "not supported" in m for m in messages), (
+            role,
+            messages,
+        )
+    assert each.changed(host.name) == 0
+    assert sh(fleet, host, STATE) == before

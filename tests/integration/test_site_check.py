@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.ansible import run_playbook
-from tests.integration.test_site import VENV, MiB, sh
+from tests.integration.test_os_matrix import VENV, MiB, sh
 
 pytestmark = pytest.mark.integration
 

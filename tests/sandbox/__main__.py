@@ -29,15 +29,16 @@ def main(argv: list[str] | None = None) -> int:
     status.add_argument("--json", action="store_true")
     parser.add_argument("--instance", default="main", help="a second fleet beside the main one")
     args = parser.parse_args(argv)
-    if os.geteuid() != 0:
-        print("sandbox: needs root (namespaces, mounts, loop devices)", file=sys.stderr)
-        return 2
     if args.command == "up":
         try:
             kinds = oskinds.parse(args.os)
         except ValueError as exc:
             print(f"sandbox: --os: {exc}", file=sys.stderr)
             return 2
+    if os.geteuid() != 0:
+        print("sandbox: needs root (namespaces, mounts, loop devices)", file=sys.stderr)
+        return 2
+    if args.command == "up":
         fleet = Fleet(
             os_kinds=kinds,
             shm_size=args.shm_size,

@@ -113,7 +113,24 @@ def build_deb(
     return deb
 
 
-def _packages_index(debs: list[Path]) -> str:
+def sign_release(out: Path, uid: str) -> bytes:
+    """Sign out/Release into out/InRelease with a fresh key; return the armored public key."""
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "GNUPGHOME": home}
+        _sh(
+            *("gpg", "--batch", "--passphrase", "", "--quick-gen-key", uid),
+            *("ed25519", "sign", "never"),
+            env=env,
+        )
+        _sh(
+            *("gpg", "--batch", "--yes", "--clearsign"),
+            *("-o", str(out / "InRelease"), str(out / "Release")),
+            env=env,
+        )
+        return _sh("gpg", "--batch", "--armor", "--export", env=env).stdout
+
+
+def packages_index(debs: list[Path]) -> str:
     stanzas = []
     for deb in debs:
         control = _sh("dpkg-deb", "-f", str(deb), text=True).stdout.strip()
@@ -170,7 +187,7 @@ def build_repo(
     ]
     if headers:
         debs.append(build_deb(out, f"linux-headers-{kernel}", "1.0"))
-    packages = _packages_index(debs)
+    packages = packages_index(debs)
     (out / "Packages").write_text(packages)
     digest = hashlib.sha256(packages.encode()).hexdigest()
     (out / "Release").write_text(
@@ -178,30 +195,6 @@ def build_repo(
         f"Date: {formatdate(usegmt=True)}\n"
         f"SHA256:\n {digest} {len(packages.encode())} Packages\n"
     )
-    with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "GNUPGHOME": home}
-        _sh(
-            "gpg",
-            "--batch",
-            "--passphrase",
-            "",
-            "--quick-gen-key",
-            "hostcheck sandbox repository <repo@hostcheck.invalid>",
-            "ed25519",
-            "sign",
-            "never",
-            env=env,
-        )
-        _sh(
-            "gpg",
-            "--batch",
-            "--yes",
-            "--clearsign",
-            "-o",
-            str(out / "InRelease"),
-            str(out / "Release"),
-            env=env,
-        )
-        key = _sh("gpg", "--batch", "--armor", "--export", env=env).stdout
-        (out / "key.asc").write_bytes(key)
+    key = sign_release(out, "hostcheck sandbox repository <repo@hostcheck.invalid>")
+    (out / "key.asc").write_bytes(key)
     return out

@@ -23,7 +23,6 @@ stand-in carries Debian's libjpeg.so.62, so a wheel built here only runs on this
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -38,6 +37,8 @@ from tests.sandbox.fakegpu import (
     PERSISTENCED_UNIT,
     STANDIN_DAEMON,
     fake_module,
+    packages_index,
+    sign_release,
 )
 
 # Ubuntu version -> Debian suite of the root (see the module docstring for why bookworm).
@@ -439,45 +440,10 @@ def _download(names: list[str], into: Path) -> dict[str, Path]:
     return found
 
 
-def _packages_index(debs: list[Path]) -> str:
-    stanzas = []
-    for deb in debs:
-        control = _sh("dpkg-deb", "-f", str(deb), text=True).stdout.strip()
-        data = deb.read_bytes()
-        stanzas.append(
-            f"{control}\nFilename: ./{deb.name}\nSize: {len(data)}\n"
-            f"SHA256: {hashlib.sha256(data).hexdigest()}\n"
-        )
-    return "\n".join(stanzas)
-
-
 def _sign(out: Path) -> bytes:
-    """Sign out/Release into out/InRelease with a fresh key; return the armored public key."""
-    with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "GNUPGHOME": home}
-        _sh(
-            "gpg",
-            "--batch",
-            "--passphrase",
-            "",
-            "--quick-gen-key",
-            "hostcheck sandbox Ubuntu stand-ins <ubuntu-standins@hostcheck.invalid>",
-            "ed25519",
-            "sign",
-            "never",
-            env=env,
-        )
-        _sh(
-            "gpg",
-            "--batch",
-            "--yes",
-            "--clearsign",
-            "-o",
-            str(out / "InRelease"),
-            str(out / "Release"),
-            env=env,
-        )
-        return _sh("gpg", "--batch", "--armor", "--export", env=env).stdout
+    return sign_release(
+        out, "hostcheck sandbox Ubuntu stand-ins <ubuntu-standins@hostcheck.invalid>"
+    )
 
 
 def standin_names(kernel: str, branches: tuple[str, ...] = tuple(DRIVER_VERSIONS)) -> list[str]:
@@ -544,7 +510,7 @@ def build_repo(
                 }
                 postinst = f"depmod {kernel} || true" if standin.depmod else ""
                 debs.append(_build(out, fields, files, postinst))
-    packages = _packages_index(sorted(debs))
+    packages = packages_index(sorted(debs))
     (out / "Packages").write_text(packages)
     digest = hashlib.sha256(packages.encode()).hexdigest()
     (out / "Release").write_text(

@@ -226,3 +226,17 @@ def test_previous_audit_is_read_from_its_saved_summary_only_while_it_is_current(
     _, doc = fleet(capsys, tmp_path / AUDIT)
     assert doc["baseline"]["kind"] == "folder"
     assert drift(doc, "b")["gone"]["before"] == "pass"
+
+
+def test_the_table_names_each_hosts_os(tmp_path, capsys, real_report):
+    audit = tmp_path / AUDIT
+    for name, pretty in (("node1", "Debian GNU/Linux 13 (trixie)"), ("node2", "Rocky Linux 9.5")):
+        doc = host(real_report, name)
+        doc["host"]["os"] = {"pretty_name": pretty}
+        write(audit, name, doc)
+    write(audit, "node3", marker("node3"))
+    main(["fleet", str(audit), "--format", "table"])
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert "Debian GNU/Linux 13 (trixie)" in rows["node1"]
+    assert "Rocky Linux 9.5" in rows["node2"]
+    assert "UNREACHABLE" in rows["node3"]
