@@ -24,10 +24,10 @@ BROWSER_PACKAGES := chromium
 	sandbox-status clean
 
 help:
-	@echo "make demo              bring up $(HOSTS) sandbox hosts, provision them (site.yml), audit them"
+	@echo "make demo              bring up $(HOSTS) sandbox hosts of mixed OS kinds, provision them (site.yml), audit them"
 	@echo "make test              install into .venv and run the whole test suite"
 	@echo "make lint              ruff and ansible-lint"
-	@echo "make sandbox-up HOSTS=3 | sandbox-status | sandbox-down"
+	@echo "make sandbox-up HOSTS=3 [OS=debian12,ubuntu2404,rocky9] | sandbox-status | sandbox-down"
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
