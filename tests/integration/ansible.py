@@ -103,3 +103,27 @@ def run_playbook(
     except ValueError:
         output = {}
     return PlaybookRun(done.returncode, output, done.stderr + done.stdout[-3000:] * (not output))
+
+
+def run_module(fleet: Fleet, module: str, args: str, timeout: float = 180) -> dict[str, dict]:
+    """One module on every host of gpu_nodes (`ansible -m`), its result by host; fails the
+    test when Ansible does."""
+    done = subprocess.run(
+        [
+            *(str(ANSIBLE_BIN / "ansible"), "-i", str(fleet.inventory), "gpu_nodes"),
+            *("-m", module, "-a", args),
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "ANSIBLE_STDOUT_CALLBACK": "json",
+            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+            "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),
+        },
+        cwd=CHECKOUT,
+        check=False,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]

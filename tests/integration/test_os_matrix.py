@@ -8,15 +8,12 @@ run beside this module in another pytest worker)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.integration.ansible import ANSIBLE_BIN, run_playbook
-from tests.sandbox.fleet import CHECKOUT
+from tests.integration.ansible import run_module, run_playbook
 from tests.sandbox.oskinds import KINDS
 
 pytestmark = pytest.mark.integration
@@ -62,31 +59,9 @@ def sh(fleet, host, command):
 
 def test_every_kind_is_gathered_as_its_distribution(converged):
     fleet, _ = converged
-    done = subprocess.run(
-        [
-            str(ANSIBLE_BIN / "ansible"),
-            "-i",
-            str(fleet.inventory),
-            "gpu_nodes",
-            "-m",
-            "ansible.builtin.setup",
-            "-a",
-            "gather_subset=!all,!min,distribution,pkg_mgr",
-        ],
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "ANSIBLE_STDOUT_CALLBACK": "json",
-            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-            "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),
-        },
-        cwd=CHECKOUT,
-        check=False,
-        timeout=180,
+    results = run_module(
+        fleet, "ansible.builtin.setup", "gather_subset=!all,!min,distribution,pkg_mgr"
     )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    results = json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]
     seen = {}
     for host in fleet.hosts():
         facts = results[host.name]["ansible_facts"]

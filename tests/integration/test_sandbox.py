@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.ansible import run_module
 from tests.integration.conftest import sandbox_unavailable
 from tests.sandbox.fleet import CHECKOUT, Fleet, _marked_processes, address_prefix
 
@@ -83,32 +84,7 @@ def test_fresh_ssh_sessions_follow_the_hosts_limits_d(fleet, hosts):
 
 
 def test_ansible_reaches_every_host_and_sees_a_real_root_mount(fleet, hosts):
-    env = {
-        **os.environ,
-        "ANSIBLE_STDOUT_CALLBACK": "json",
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),
-    }
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("ansible")),
-            "-i",
-            str(fleet.inventory),
-            "gpu_nodes",
-            "-m",
-            "ansible.builtin.setup",
-            "-a",
-            "filter=ansible_mounts,ansible_hostname",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=CHECKOUT,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    results = json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]
+    results = run_module(fleet, "ansible.builtin.setup", "filter=ansible_mounts,ansible_hostname")
     assert set(results) == {h.name for h in hosts}
     for name, result in results.items():
         facts = result["ansible_facts"]

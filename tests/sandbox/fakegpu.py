@@ -113,6 +113,19 @@ def build_deb(
     return deb
 
 
+def write_signed_repo(out: Path, debs: list[Path], fields: str, uid: str) -> bytes:
+    """A flat apt repository of `debs` in out: Packages, a Release with `fields` (lines) and
+    its hash, signed into InRelease with a fresh key; returns the armored public key."""
+    packages = packages_index(debs)
+    (out / "Packages").write_text(packages)
+    digest = hashlib.sha256(packages.encode()).hexdigest()
+    (out / "Release").write_text(
+        f"Origin: hostcheck sandbox\n{fields}Date: {formatdate(usegmt=True)}\n"
+        f"SHA256:\n {digest} {len(packages.encode())} Packages\n"
+    )
+    return sign_release(out, uid)
+
+
 def sign_release(out: Path, uid: str) -> bytes:
     """Sign out/Release into out/InRelease with a fresh key; return the armored public key."""
     with tempfile.TemporaryDirectory() as home:
@@ -187,14 +200,8 @@ def build_repo(
     ]
     if headers:
         debs.append(build_deb(out, f"linux-headers-{kernel}", "1.0"))
-    packages = packages_index(debs)
-    (out / "Packages").write_text(packages)
-    digest = hashlib.sha256(packages.encode()).hexdigest()
-    (out / "Release").write_text(
-        "Origin: hostcheck sandbox\nLabel: fake CUDA\n"
-        f"Date: {formatdate(usegmt=True)}\n"
-        f"SHA256:\n {digest} {len(packages.encode())} Packages\n"
+    key = write_signed_repo(
+        out, debs, "Label: fake CUDA\n", "hostcheck sandbox repository <repo@hostcheck.invalid>"
     )
-    key = sign_release(out, "hostcheck sandbox repository <repo@hostcheck.invalid>")
     (out / "key.asc").write_bytes(key)
     return out

@@ -22,14 +22,12 @@ stand-in carries Debian's libjpeg.so.62, so a wheel built here only runs on this
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import subprocess
 import tempfile
 import textwrap
 from dataclasses import dataclass, field
-from email.utils import formatdate
 from pathlib import Path
 
 from tests.sandbox.fakegpu import (
@@ -37,8 +35,7 @@ from tests.sandbox.fakegpu import (
     PERSISTENCED_UNIT,
     STANDIN_DAEMON,
     fake_module,
-    packages_index,
-    sign_release,
+    write_signed_repo,
 )
 
 # Ubuntu version -> Debian suite of the root (see the module docstring for why bookworm).
@@ -440,12 +437,6 @@ def _download(names: list[str], into: Path) -> dict[str, Path]:
     return found
 
 
-def _sign(out: Path) -> bytes:
-    return sign_release(
-        out, "hostcheck sandbox Ubuntu stand-ins <ubuntu-standins@hostcheck.invalid>"
-    )
-
-
 def standin_names(kernel: str, branches: tuple[str, ...] = tuple(DRIVER_VERSIONS)) -> list[str]:
     """Every package name the repository holds for `kernel` and `branches`."""
     names = []
@@ -510,16 +501,13 @@ def build_repo(
                 }
                 postinst = f"depmod {kernel} || true" if standin.depmod else ""
                 debs.append(_build(out, fields, files, postinst))
-    packages = packages_index(sorted(debs))
-    (out / "Packages").write_text(packages)
-    digest = hashlib.sha256(packages.encode()).hexdigest()
-    (out / "Release").write_text(
-        "Origin: hostcheck sandbox\nLabel: Ubuntu stand-ins\n"
-        f"Description: packages under Ubuntu {version}'s names for the look-alike\n"
-        f"Date: {formatdate(usegmt=True)}\n"
-        f"SHA256:\n {digest} {len(packages.encode())} Packages\n"
+    return write_signed_repo(
+        out,
+        sorted(debs),
+        "Label: Ubuntu stand-ins\n"
+        f"Description: packages under Ubuntu {version}'s names for the look-alike\n",
+        "hostcheck sandbox Ubuntu stand-ins <ubuntu-standins@hostcheck.invalid>",
     )
-    return _sign(out)
 
 
 def _os_release(version: str) -> str:
