@@ -400,12 +400,9 @@ class Fleet:
         """Power one host off: SIGKILL its first processes (the PID namespace, its sshd and
         every process in it go with them). Its folder and loop devices stay until down()."""
         mark = f"{self.folder}/{host.name}"
-        mine = [pid for pid, found in _marked_processes() if found == mark]
-        for pid in mine:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        mine = _kill_marked(lambda found: found == mark, timeout)
         deadline = time.monotonic() + timeout
-        while any(_alive(pid) for pid in mine) or _ssh_banner(host.address, host.port):
+        while _ssh_banner(host.address, host.port):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{host.name} still running {timeout:.0f} s after SIGKILL")
             time.sleep(0.05)
@@ -496,14 +493,7 @@ class Fleet:
         return removed
 
     def _kill_processes(self) -> list[int]:
-        mine = [pid for pid, mark in _marked_processes() if mark.startswith(f"{self.folder}/")]
-        for pid in mine:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(pid) for pid in mine):
-            time.sleep(0.02)
-        return mine
+        return _kill_marked(lambda mark: mark.startswith(f"{self.folder}/"), timeout=30)
 
     def _detach_loops(self) -> list[str]:
         listing = subprocess.run(
@@ -520,6 +510,25 @@ class Fleet:
                 subprocess.run(["losetup", "--detach", parts[0]], check=False)
                 detached.append(parts[0])
         return detached
+
+
+def _kill_marked(chosen, timeout: float = 10.0) -> list[int]:
+    """SIGKILL every process whose marker is chosen, again and again until none is left: a
+    host caught starting (systemd-nspawn forking its container) can fork a marked child
+    after one listing, and that child would outlive a single pass."""
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        mine = [pid for pid, mark in _marked_processes() if chosen(mark) and _alive(pid)]
+        if not mine:
+            return killed
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes {mine} still running {timeout:.0f} s after SIGKILL")
+        for pid in mine:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        killed += [pid for pid in mine if pid not in killed]
+        time.sleep(0.02)
 
 
 def _alive(pid: int) -> bool:
