@@ -1,0 +1,31 @@
+"""The suite's timeline: which module ran in which pytest worker, from when to when, so the
+critical path of `make test` (modules side by side in JOBS workers) is visible at the end."""
+
+from __future__ import annotations
+
+import time
+
+_START = time.time()
+_SPANS: dict[tuple[str, str], list[float]] = {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    worker_id = worker.id if worker is not None else "main"
+    module = report.nodeid.split("::", 1)[0]
+    if module.startswith("tests/unit/"):
+        module = "tests/unit/*"
+    span = _SPANS.setdefault((worker_id, module), [report.start, report.stop])
+    span[0] = min(span[0], report.start)
+    span[1] = max(span[1], report.stop)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not _SPANS:
+        return
+    terminalreporter.section("timeline (minutes from the start: first test to last)")
+    for (worker, module), (first, last) in sorted(_SPANS.items(), key=lambda item: item[1][0]):
+        terminalreporter.write_line(
+            f"{worker:>5} {(first - _START) / 60:5.1f} {(last - _START) / 60:5.1f} "
+            f"{(last - first) / 60:5.1f}  {module}"
+        )
