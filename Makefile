@@ -20,7 +20,7 @@ SANDBOX_PACKAGES := mmdebstrap systemd-container rpm createrepo-c openssh-client
 # The browser the fleet HTML test renders the page with (installed when root and missing).
 BROWSER_PACKAGES := chromium
 
-.PHONY: help venv sandbox-tools browser test unit integration lint demo sandbox-up sandbox-down \
+.PHONY: help venv collection-link sandbox-tools browser test unit integration lint demo sandbox-up sandbox-down \
 	sandbox-status clean
 
 help:
@@ -37,6 +37,10 @@ $(STAMP): pyproject.toml Makefile
 	touch $@
 
 venv: $(STAMP)
+
+# this checkout as the collection hostcheck.gpu_hosts (ansible.cfg's collections path)
+collection-link: $(STAMP)
+	@$(BIN)/python -m tests.collection_link >/dev/null
 
 # $(call apt_install,WHAT,COMMANDS,PACKAGES): install PACKAGES with apt when root and one of
 # COMMANDS is missing; without root say which tests will skip.
@@ -57,16 +61,16 @@ sandbox-tools:
 browser:
 	$(call apt_install,the browser,chromium,$(BROWSER_PACKAGES))
 
-test: $(STAMP) sandbox-tools browser
+test: $(STAMP) collection-link sandbox-tools browser
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --durations=15 tests
 
 unit: $(STAMP) browser
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
 
-integration: $(STAMP) sandbox-tools
+integration: $(STAMP) collection-link sandbox-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile tests/integration
 
-sandbox-up: $(STAMP) sandbox-tools
+sandbox-up: $(STAMP) collection-link sandbox-tools
 	$(SANDBOX) up --hosts $(HOSTS) $(if $(OS),--os $(OS))
 
 sandbox-down: $(STAMP)
@@ -75,9 +79,9 @@ sandbox-down: $(STAMP)
 sandbox-status: $(STAMP)
 	$(SANDBOX) status
 
-lint: $(STAMP)
-	$(BIN)/ruff check hostcheck tests benchmarks filter_plugins action_plugins
-	$(BIN)/ruff format --check hostcheck tests benchmarks filter_plugins action_plugins
+lint: $(STAMP) collection-link
+	$(BIN)/ruff check hostcheck tests benchmarks plugins
+	$(BIN)/ruff format --check hostcheck tests benchmarks plugins
 	$(BIN)/ansible-lint --offline
 
 demo: sandbox-up

@@ -1,12 +1,19 @@
-"""The suite's timeline: which module ran in which pytest worker, from when to when, so the
-critical path of `make test` (modules side by side in JOBS workers) is visible at the end."""
+"""The checkout as the collection hostcheck.gpu_hosts for ansible-playbook, and the suite's
+timeline: which module ran in which pytest worker, from when to when, so the critical path of
+`make test` (modules side by side in JOBS workers) is visible at the end."""
 
 from __future__ import annotations
 
 import time
 
+from tests import collection_link
+
 _START = time.time()
 _SPANS: dict[tuple[str, str], list[float]] = {}
+
+
+def pytest_configure(config) -> None:
+    collection_link.ensure()  # ansible-playbook in the checkout finds hostcheck.gpu_hosts
 
 
 def pytest_runtest_logreport(report) -> None:

@@ -15,6 +15,27 @@ from tests.sandbox.fleet import CHECKOUT, Fleet
 ANSIBLE_BIN = Path(sys.executable).parent
 
 
+@dataclass(frozen=True)
+class Controller:
+    """Where ansible-playbook runs: its folder of executables, working directory and
+    environment. CHECKOUT_CONTROLLER is this checkout (its venv and ansible.cfg);
+    tests/integration/collection.py makes one with the built collection installed, as a user
+    would have it."""
+
+    bin: Path
+    cwd: Path
+    env: dict[str, str]
+
+    def environment(self, **more: str) -> dict[str, str]:
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+        return {**inherited, **self.env, **more, "PATH": f"{self.bin}:{os.environ['PATH']}"}
+
+
+CHECKOUT_CONTROLLER = Controller(
+    ANSIBLE_BIN, CHECKOUT, {"ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg")}
+)
+
+
 @dataclass
 class PlaybookRun:
     returncode: int
@@ -72,8 +93,11 @@ def run_playbook(
     tags: str | None = None,
     timeout: float = 1200,
     forks: int | None = None,
+    controller: Controller = CHECKOUT_CONTROLLER,
+    inventory: Path | None = None,
 ) -> PlaybookRun:
-    argv = [str(ANSIBLE_BIN / "ansible-playbook"), "-i", str(fleet.inventory), playbook]
+    argv = [str(controller.bin / "ansible-playbook"), "-i", str(inventory or fleet.inventory)]
+    argv.append(playbook)
     if extra_vars:
         argv += ["-e", json.dumps(extra_vars)]
     if check:
@@ -86,17 +110,20 @@ def run_playbook(
         argv += ["--tags", tags]
     if forks:
         argv += ["--forks", str(forks)]
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "json",
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_DEPRECATION_WARNINGS": "0",
-        "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
-        "PATH": f"{ANSIBLE_BIN}:{os.environ.get('PATH', '')}",
-    }
+    env = controller.environment(
+        ANSIBLE_STDOUT_CALLBACK="json",
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_DEPRECATION_WARNINGS="0",
+        ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3",
+    )
     done = subprocess.run(
-        argv, capture_output=True, text=True, env=env, cwd=CHECKOUT, timeout=timeout, check=False
+        argv,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=controller.cwd,
+        timeout=timeout,
+        check=False,
     )
     try:
         output = json.loads(done.stdout[done.stdout.index("{") :])
@@ -115,12 +142,9 @@ def run_module(fleet: Fleet, module: str, args: str, timeout: float = 180) -> di
         ],
         capture_output=True,
         text=True,
-        env={
-            **os.environ,
-            "ANSIBLE_STDOUT_CALLBACK": "json",
-            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-            "ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg"),
-        },
+        env=CHECKOUT_CONTROLLER.environment(
+            ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1"
+        ),
         cwd=CHECKOUT,
         check=False,
         timeout=timeout,

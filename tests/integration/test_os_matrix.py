@@ -1,4 +1,5 @@
-"""site.yml end to end on one fresh sandbox host of every OS kind (tests/sandbox/oskinds.py:
+"""site.yml end to end, from the collection installed as a user has it (tests/integration/
+collection.py), on one fresh sandbox host of every OS kind (tests/sandbox/oskinds.py:
 Debian 12 and 13, and the Ubuntu 22.04/24.04 and Rocky 8/9 look-alikes), each booting systemd:
 Ansible sees each as its distribution, site.yml converges and verifies, fresh SSH sessions see
 what it set, the packages went in under each distribution's names, and a second run changes
@@ -8,11 +9,13 @@ run beside this module in another pytest worker)."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.integration import collection
 from tests.integration.ansible import run_module, run_playbook
 from tests.sandbox.oskinds import KINDS
 
@@ -41,10 +44,32 @@ BUILD_PACKAGES = {
 
 
 @pytest.fixture(scope="module")
-def converged(make_fleet):
+def user(tmp_path_factory, make_fleet):
+    """The fleet, and a folder outside the checkout with the collection installed as a user
+    has it (only ansible-core, no ansible.cfg of ours) and the fleet's inventory copied in."""
     fleet = make_fleet("site", hosts=len(KINDS), os_kinds=list(KINDS.values()))
+    folder = tmp_path_factory.mktemp("user")
+    controller = collection.install(folder)
+    inventory = folder / "inventory"
+    inventory.mkdir()
+    shutil.copy(fleet.inventory, inventory / "hosts.yml")
+    shutil.copytree(Path(fleet.inventory).parent / "group_vars", inventory / "group_vars")
+    return fleet, controller, inventory / "hosts.yml"
+
+
+def site(user):
+    """The README's quickstart: ansible-playbook -i inventory/hosts.yml hostcheck.gpu_hosts.site"""
+    fleet, controller, inventory = user
+    return run_playbook(
+        fleet, "hostcheck.gpu_hosts.site", controller=controller, inventory=inventory
+    )
+
+
+@pytest.fixture(scope="module")
+def converged(user):
+    fleet = user[0]
     start = time.monotonic()
-    first = run_playbook(fleet, "site.yml")
+    first = site(user)
     elapsed = time.monotonic() - start
     assert first.returncode == 0, [(h, first.failure_text(h)) for h in first.failed_hosts()]
     print(f"site.yml on {len(KINDS)} hosts, one of each OS kind: {elapsed:.0f} s")
@@ -123,8 +148,8 @@ def test_services_get_the_limits_and_no_unit_failed(converged):
         assert values == {"DefaultLimitNOFILESoft": "16384", "DefaultLimitNOFILE": "20000"}, host.os
 
 
-def test_second_run_changes_nothing(converged):
+def test_second_run_changes_nothing(user, converged):
     fleet, _ = converged
-    second = run_playbook(fleet, "site.yml")
+    second = site(user)
     assert second.returncode == 0, [(h, second.failure_text(h)) for h in second.failed_hosts()]
     assert {h: s["changed"] for h, s in second.stats.items()} == {h.name: 0 for h in fleet.hosts()}

@@ -327,6 +327,10 @@ class Fleet:
             f"      -o UserKnownHostsFile={self.known_hosts}",
             "      -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes",
             "    sandbox: true",
+            # hostcheck from this checkout, pillow-simd wheels cached in it (tests share them)
+            '    hostcheck_wheel: ""',
+            f"    hostcheck_build_source: {self.checkout}",
+            f"    pillow_simd_wheel_cache: {self.cache.parent / 'pillow_simd' / 'wheels'}",
             "  children:",
             "    gpu_nodes:",
             "      hosts:",

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from filter_plugins.hostcheck_timer import systemd_quote, systemd_split
 from hostcheck.fleet.load import read_folders
+from plugins.filter.hostcheck_timer import systemd_quote, systemd_split
 from tests.unit.systemd_units import verify_unit
 
 REPO = Path(__file__).resolve().parents[2]

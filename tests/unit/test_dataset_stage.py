@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-MODULE_PATH = REPO / "roles" / "dataset_staging" / "library" / "dataset_stage.py"
+MODULE_PATH = REPO / "plugins" / "modules" / "dataset_stage.py"
 SPEC = importlib.util.spec_from_file_location("dataset_stage", MODULE_PATH)
 ds = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(ds)

@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from filter_plugins.sizes import size_to_bytes, tmpfs_size_bytes, tmpfs_size_option
+from plugins.filter.sizes import size_to_bytes, tmpfs_size_bytes, tmpfs_size_option
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,10 @@ from ansible.errors import AnsibleFilterError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from filter_plugins.ulimits import (
+from hostcheck import limits as lim
+from hostcheck.config import load_profile
+from hostcheck.registry import profile_schema
+from plugins.filter.ulimits import (
     RLIM_INFINITY,
     FilterModule,
     ulimits_cap_sys_resource,
@@ -33,9 +36,6 @@ from filter_plugins.ulimits import (
     ulimits_systemd_expected,
     ulimits_systemd_lines,
 )
-from hostcheck import limits as lim
-from hostcheck.config import load_profile
-from hostcheck.registry import profile_schema
 
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "ulimits"
 NR_OPEN = 1048576
@@ -348,7 +348,9 @@ def test_per_os_remedy(family):
 
 def render_dropin(conf: dict) -> str:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters.update(FilterModule().filters())
+    env.filters.update(
+        {f"hostcheck.gpu_hosts.{name}": f for name, f in FilterModule().filters().items()}
+    )
     template = env.from_string((ROLE / "templates" / "system.conf.d.conf.j2").read_text())
     return template.render(
         ansible_managed="Ansible managed",

@@ -1,4 +1,4 @@
-"""The cuda_check role off the sandbox: its decision (filter_plugins/cuda_check.py) over tables
+"""The cuda_check role off the sandbox: its decision (plugins/filter/cuda_check.py) over tables
 of driver, CUDA, toolkit, cuDNN and torch versions; its facts script run for real by this
 checkout's python against fixture trees, the real pynvml and torch, and a fake libnvidia-ml
 (tests/sandbox/fake_nvml.c); and defaults that match meta/argument_specs.yml."""
@@ -16,7 +16,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from filter_plugins.cuda_check import (
+from plugins.filter.cuda_check import (
     MINOR_COMPATIBLE_DRIVER,
     SETTINGS,
     at_least,

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from filter_plugins.dataset_staging import (
+from plugins.filter.dataset_staging import (
     dataset_staging_disk_plan,
     dataset_staging_human,
     dataset_staging_settings,
@@ -28,7 +28,7 @@ from filter_plugins.dataset_staging import (
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "dataset_staging"
 SPEC = importlib.util.spec_from_file_location(
-    "dataset_disk_probe", ROLE / "library" / "dataset_disk_probe.py"
+    "dataset_disk_probe", REPO / "plugins" / "modules" / "dataset_disk_probe.py"
 )
 probe_module = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(probe_module)

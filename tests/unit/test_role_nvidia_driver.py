@@ -12,7 +12,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from filter_plugins.nvidia_driver import (
+from plugins.filter.nvidia_driver import (
     nvidia_driver_fabric_manager,
     nvidia_driver_installed_branches,
     nvidia_driver_packages,
@@ -27,7 +27,7 @@ from filter_plugins.nvidia_driver import (
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "nvidia_driver"
 SPEC = importlib.util.spec_from_file_location(
-    "nvidia_driver_probe", ROLE / "library" / "nvidia_driver_probe.py"
+    "nvidia_driver_probe", REPO / "plugins" / "modules" / "nvidia_driver_probe.py"
 )
 probe_module = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(probe_module)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from filter_plugins.sysctl_tuning import (
+from plugins.filter.sysctl_tuning import (
     sysctl_tuning_parse_file,
     sysctl_tuning_same,
     sysctl_tuning_settings,
@@ -26,7 +26,7 @@ from tests.unit.systemd_units import verify_unit
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "sysctl_tuning"
 SPEC = importlib.util.spec_from_file_location(
-    "sysctl_tuning_probe", ROLE / "library" / "sysctl_tuning_probe.py"
+    "sysctl_tuning_probe", REPO / "plugins" / "modules" / "sysctl_tuning_probe.py"
 )
 probe = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(probe)
