@@ -24,7 +24,7 @@ from hostcheck.system import System
 DRIVER_TAGS = "ansible-playbook site.yml --tags nvidia_driver"
 DRIVER_FIX = f"set nvidia_driver_branch (role nvidia_driver) and run: {DRIVER_TAGS}"
 PERSISTENCE_FIX = (
-    f"set nvidia_driver_persistenced_enabled: true (role nvidia_driver) and run: {DRIVER_TAGS}"
+    f"set nvidia_driver_persistenced: true (role nvidia_driver) and run: {DRIVER_TAGS}"
 )
 VENV_FIX = "install a CUDA build of torch into training_venv (inventory group_vars)"
 HARDWARE = "not fixable by a role variable: "

@@ -240,7 +240,7 @@ def test_persistence_off_fails_with_role_variable(node):
     persistence = finding(result, "gpu5 persistence")
     assert persistence.status == Status.FAIL
     assert persistence.measured == "off"
-    assert "nvidia_driver_persistenced_enabled: true" in result.remedy
+    assert "nvidia_driver_persistenced: true" in result.remedy
     assert "--tags nvidia_driver" in result.remedy
     relaxed = gpu.run_with(node.context(config(require_persistence=False)), fake_nvml(gpus))
     assert finding(relaxed, "gpu5 persistence").status == Status.PASS
