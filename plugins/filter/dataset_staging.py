@@ -145,9 +145,7 @@ def dataset_staging_settings(given: dict, os_family: str = "Debian") -> dict:
     raid_name = given.get("raid_name")
     if not isinstance(raid_name, str) or not _RAID_NAME.match(raid_name):
         _fail("dataset_staging_raid_name", f"letters, digits, '_' or '-'; got {raid_name!r}")
-    parallel = given.get("parallel")
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or not 1 <= parallel <= 64:
-        _fail("dataset_staging_parallel", f"a whole number from 1 to 64; got {parallel!r}")
+    parallel = int(given.get("parallel", 1))  # its range: __dataset_staging_number_ranges
     checksum = given.get("checksum")
     if checksum not in CHECKSUMS:
         _fail("dataset_staging_checksum", f"one of {', '.join(CHECKSUMS)}; got {checksum!r}")

@@ -107,8 +107,6 @@ def test_datasets_are_normalised_with_their_destinations():
         ({"label": "much-too-long-for-xfs"}, "dataset_staging_label: 1 to 12 characters for xfs"),
         ({"raid_chunk": "3K"}, "dataset_staging_raid_chunk: a power of two"),
         ({"raid_name": "a/b"}, "dataset_staging_raid_name"),
-        ({"parallel": 0}, "dataset_staging_parallel: a whole number from 1 to 64"),
-        ({"parallel": True}, "dataset_staging_parallel"),
         ({"checksum": "crc32"}, "dataset_staging_checksum: one of"),
         ({"verify": "some"}, "dataset_staging_verify: one of changed, all"),
         ({"force_format": "yes"}, "dataset_staging_force_format: true or false"),
