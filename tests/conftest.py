@@ -4,16 +4,17 @@ timeline: which module ran in which pytest worker, from when to when, so the cri
 
 from __future__ import annotations
 
+import sys
 import time
 
 from tests import collection_link
 
+# The collection's plugins import their shared code as ansible_collections.hostcheck.gpu_hosts
+# (a namespace package, as Ansible loads them); the link makes that name importable here too.
+sys.path.insert(0, str(collection_link.ensure().parents[2]))
+
 _START = time.time()
 _SPANS: dict[tuple[str, str], list[float]] = {}
-
-
-def pytest_configure(config) -> None:
-    collection_link.ensure()  # ansible-playbook in the checkout finds hostcheck.gpu_hosts
 
 
 def pytest_runtest_logreport(report) -> None:

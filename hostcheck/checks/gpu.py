@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import config as c
+from hostcheck._shared import cuda_compat
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.pci import PciGpu, nvidia_gpus
@@ -473,7 +474,9 @@ def inspect_gpu(nv: Any, index: int, cfg: dict) -> tuple[dict, list[Finding]]:
 # ---------------------------------------------------------------- driver and torch
 
 
-def _torch_finding(torch: TorchInfo, driver_cuda: tuple[int, int] | None) -> Finding:
+def _torch_finding(
+    torch: TorchInfo, driver_cuda: tuple[int, int] | None, driver: str | None
+) -> Finding:
     name = "torch cuda"
     source = f"torch/version.py in {torch.where} (not imported)"
     if torch.version is None or torch.problem:
@@ -518,24 +521,27 @@ def _torch_finding(torch: TorchInfo, driver_cuda: tuple[int, int] | None) -> Fin
             remedy,
         )
     shown = f"torch CUDA {torch.cuda}, driver CUDA {format_version(driver_cuda)}"
-    if driver_cuda >= wanted:
+    verdict, minimum = cuda_compat.torch_on_driver(torch.cuda, format_version(driver_cuda), driver)
+    if verdict == cuda_compat.RUNS:
         return Finding(name, Status.PASS, torch.cuda, expected, shown, source, remedy)
-    if driver_cuda[0] == wanted[0]:
+    if verdict == cuda_compat.MINOR:
         return Finding(
             name,
             Status.WARN,
             torch.cuda,
             expected,
-            shown + ": minor-version compatibility only, kernels needing PTX JIT may fail",
+            shown + f": minor version compatibility only (driver {driver} >= {minimum}), "
+            "kernels needing PTX JIT may fail",
             source,
             remedy,
         )
+    too_old = f" (minor version compatibility needs driver >= {minimum})" if minimum else ""
     return Finding(
         name,
         Status.FAIL,
         torch.cuda,
         expected,
-        shown + ": the driver is too old for this torch",
+        shown + f": the driver {driver} is too old for this torch{too_old}",
         source,
         remedy,
     )
@@ -655,7 +661,7 @@ def _inspect(ctx: CheckContext, nv: Any, pci: list[PciGpu], torch: TorchInfo) ->
         gpu, gpu_findings = inspect_gpu(nv, index, cfg)
         gpus.append(gpu)
         findings.extend(gpu_findings)
-    findings.append(_torch_finding(torch, driver_cuda))
+    findings.append(_torch_finding(torch, driver_cuda, driver))
     findings.append(
         Finding(
             "cudnn",

@@ -78,8 +78,7 @@ def columns(
 
 def _hosts(report: FleetReport) -> Text:
     rows = [
-        (e.host, e.verdict.upper(), e.facts.get("os") or "", host_reason(e))
-        for e in report.entries
+        (e.host, e.verdict.upper(), e.facts.get("os") or "", host_reason(e)) for e in report.entries
     ]
     styles = [VERDICT_STYLE[e.verdict] for e in report.entries]
     return columns(f"hosts ({len(rows)})", ("host", "verdict", "os", "reasons"), rows, styles)

@@ -14,16 +14,13 @@ Versions are compared number by number (535.104.05 is newer than 535.54.03), nev
 
 from __future__ import annotations
 
-import re
-
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import cuda_compat
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cuda_compat import (
+    at_least,
+    parse_version,
+)
 
-# The oldest driver of each CUDA major release that runs code built with any later minor
-# release of it (CUDA minor version compatibility, without PTX JIT of newer code). From
-# NVIDIA's "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version
-# Compatibility" (CUDA release notes; docs.nvidia.com/deploy/cuda-compatibility).
-MINOR_COMPATIBLE_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
-_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 SETTINGS = (
     "cuda_check_venv",
     "cuda_check_without_driver",
@@ -36,27 +33,15 @@ SETTINGS = (
 )
 
 
-def parse(text: object) -> tuple[int, ...] | None:
-    """'535.104.05' -> (535, 104, 5); None for anything that is not dotted digits."""
-    if text is None or not _VERSION.match(str(text)):
-        return None
-    return tuple(int(part) for part in str(text).split("."))
-
-
-def at_least(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
-    width = max(len(have), len(want))
-    return have + (0,) * (width - len(have)) >= want + (0,) * (width - len(want))
-
-
 def _reaches(have: object, want: str) -> bool:
     """have is a version and at least want (an unknown version reaches nothing)."""
-    have_parts = parse(have)
-    return have_parts is not None and at_least(have_parts, parse(want) or ())
+    have_parts = parse_version(have)
+    return have_parts is not None and at_least(have_parts, parse_version(want) or ())
 
 
 def matches(have: object, want: str) -> bool:
     """'12.4.1' is a 12.4 and a 12; '12' is not a 12.4."""
-    have_parts, want_parts = parse(have), parse(want)
+    have_parts, want_parts = parse_version(have), parse_version(want)
     return bool(have_parts and want_parts) and have_parts[: len(want_parts)] == want_parts
 
 
@@ -111,23 +96,23 @@ def _table(facts: dict, venv: str) -> list[str]:
 def _torch_vs_driver(
     torch: dict, driver: str | None, driver_cuda: str | None, venv: str
 ) -> tuple[str | None, str | None]:
-    """(problem, warning) of torch's CUDA build against the driver."""
-    wanted, have = parse(torch.get("cuda")), parse(driver_cuda)
+    """(problem, warning) of torch's CUDA build against the driver (module_utils/cuda_compat)."""
+    verdict, minimum = cuda_compat.torch_on_driver(torch.get("cuda"), driver_cuda, driver)
     where = (
         f"cuda_check_venv: torch {torch.get('version')} in {venv} is built for CUDA "
         f"{torch.get('cuda')}"
     )
-    if wanted is None or have is None:
+    if verdict == cuda_compat.UNKNOWN:
         return f"{where}; the driver's CUDA version is {_or(driver_cuda, 'unknown')}", None
-    if at_least(have, wanted[:2]):
+    if verdict == cuda_compat.RUNS:
         return None, None
-    minimum = MINOR_COMPATIBLE_DRIVER.get(wanted[0])
-    if have[0] == wanted[0] and minimum and _reaches(driver, minimum):
+    if verdict == cuda_compat.MINOR:
         return None, (
             f"driver {driver} supports CUDA {driver_cuda}, torch is built for CUDA "
             f"{torch.get('cuda')}: runs through CUDA minor version compatibility (driver >= "
             f"{minimum}); PTX JIT of code newer than CUDA {driver_cuda} is not available"
         )
+    wanted = cuda_compat.parse_version(torch.get("cuda")) or ()
     compatible = (
         f", or a {wanted[0]}.x driver >= {minimum} (minor version compatibility)" if minimum else ""
     )
@@ -246,12 +231,12 @@ def cuda_check_decide(facts: object, settings: object) -> dict:
             else:
                 warnings.append(f"{what} (allowed: cuda_check_require_torch_cuda is false)")
 
-    torch_cudnn = parse(torch.get("cudnn"))
+    torch_cudnn = parse_version(torch.get("cudnn"))
     host_majors = sorted(
         {
-            parse(lib.get("version"))[0]
+            parse_version(lib.get("version"))[0]
             for lib in (facts.get("cudnn") or {}).get("libraries") or []
-            if parse(lib.get("version"))
+            if parse_version(lib.get("version"))
         }
     )
     if torch_cudnn and host_majors and torch_cudnn[0] not in host_majors:
