@@ -1,59 +1,17 @@
-"""Sizes and limits as people write them: 64MiB, 1.5G, 50%, unlimited."""
+"""Sizes and limits as people write them: 64MiB, 1.5G, 50%, unlimited. The meaning of each unit
+is plugins/module_utils/sizes.py's (hostcheck._shared.sizes), shared with the roles."""
 
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1024,
-    "kb": 1000,
-    "kib": 1024,
-    "m": 1024**2,
-    "mb": 1000**2,
-    "mib": 1024**2,
-    "g": 1024**3,
-    "gb": 1000**3,
-    "gib": 1024**3,
-    "t": 1024**4,
-    "tb": 1000**4,
-    "tib": 1024**4,
-    "p": 1024**5,
-    "pb": 1000**5,
-    "pib": 1024**5,
-}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+from hostcheck._shared.sizes import parse_size
+
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
 UNLIMITED = math.inf
-
-
-def parse_size(value: object) -> int:
-    """Bytes from an int or a string such as '64MiB', '1.5G', '4096'. Single letters are
-    binary, as in tmpfs, fstab and `ulimit` (1G = 1024**3); 'GB' is decimal."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a size, got {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"size must not be negative: {value}")
-        return value
-    if isinstance(value, float):
-        if value < 0 or not math.isfinite(value):
-            raise ValueError(f"expected a size, got {value!r}")
-        return int(value)
-    if not isinstance(value, str):
-        raise ValueError(f"expected a size, got {value!r}")
-    match = _SIZE.match(value)
-    if not match:
-        raise ValueError(f"not a size: {value!r} (examples: 4096, 64MiB, 1.5G, 10GB)")
-    unit = match.group(2).lower()
-    if unit not in _UNITS:
-        raise ValueError(f"unknown size unit {match.group(2)!r} in {value!r}")
-    return int(Fraction(match.group(1)) * _UNITS[unit])
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import os.path
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
 
 FILESYSTEMS = ("xfs", "ext4", "btrfs")
 LABEL_LIMITS = {"xfs": 12, "ext4": 16, "btrfs": 255}
@@ -25,7 +26,6 @@ DATASET_KEYS = {"name", "source", "from", "manifest", "hot"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RAID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _OPTION = re.compile(r"^[a-z0-9_.-]+(=[^,\s]+)?$")
-_CHUNK = re.compile(r"^([0-9]+)([KkMm])$")
 STATE_FOLDER = ".dataset-staging"
 
 
@@ -73,9 +73,13 @@ def _devices(given: object) -> list[str]:
 
 
 def _chunk_kib(given: object) -> int:
-    match = _CHUNK.match(str(given))
-    kib = int(match.group(1)) * (1024 if match.group(2) in "Mm" else 1) if match else 0
-    if isinstance(given, bool) or kib < 4 or kib & (kib - 1):
+    """The md chunk in KiB from a size as module_utils/sizes.py reads it (512K = 512KiB)."""
+    try:
+        size = 0 if isinstance(given, bool) else parse_size(given)
+    except ValueError:
+        size = 0
+    kib = size // 1024
+    if size % 1024 or kib < 4 or kib & (kib - 1):
         _fail(
             "dataset_staging_raid_chunk", f"a power of two of at least 4K, e.g. 512K; got {given!r}"
         )

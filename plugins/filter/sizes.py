@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
 
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
 _PERCENT = re.compile(r"^\s*(\d+)\s*%\s*$")
 PAGE = 4096
 
@@ -22,22 +21,12 @@ def _fail(name: str, value: object, why: str) -> AnsibleFilterError:
 
 
 def size_to_bytes(value: object, name: str = "size") -> int:
-    """An integer number of bytes, or an integer with K/M/G/T (binary; KiB/MiB/GiB/TiB and
-    KB/MB/GB/TB are read as binary too, as tmpfs and fstab do)."""
-    if isinstance(value, bool):
-        raise _fail(name, value, "expected a size such as 64G, 512M or 4096")
-    if isinstance(value, int):
-        if value <= 0:
-            raise _fail(name, value, "must be a positive number of bytes")
-        return value
-    if not isinstance(value, str):
-        raise _fail(name, value, "expected a size such as 64G, 512M or 4096")
-    match = _SIZE.match(value)
-    if not match:
-        raise _fail(name, value, "not a size: use bytes or a number with K, M, G or T")
-    if match.group(3) and not match.group(2):
-        raise _fail(name, value, "a unit suffix needs K, M, G or T before it")
-    number = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    """A positive number of bytes from a size as module_utils/sizes.py reads it (KB, MB, GB
+    decimal; KiB, MiB, GiB and K, M, G binary; a plain number is bytes)."""
+    try:
+        number = parse_size(value)
+    except ValueError as exc:
+        raise _fail(name, value, str(exc)) from None
     if number <= 0:
         raise _fail(name, value, "must be larger than zero")
     return number

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
 
 ITEMS = ("nofile", "memlock", "nproc")
 RLIM_INFINITY = 2**64 - 1
@@ -34,11 +35,8 @@ RLIM_INFINITY = 2**64 - 1
 UNLIMITED_WORDS = ("unlimited", "infinity")
 # Far above any real limit and below every overflow: pam_limits multiplies memlock by 1024.
 MAX_VALUE = 2**53
-_KIB = {"k": 1, "m": 1024, "g": 1024**2, "t": 1024**3}
 _INT = re.compile(r"^[0-9]+$")
-_MEMLOCK_UNIT = re.compile(r"^([0-9]+)\s*([KMGT])(iB)?$", re.IGNORECASE)
-# KB/MB/...: decimal to some (hostcheck profiles), binary to others (tmpfs, shm_size).
-_MEMLOCK_AMBIGUOUS = re.compile(r"^([0-9]+)\s*([KMGT])B$", re.IGNORECASE)
+_SIZE_WITH_UNIT = re.compile(r"^[0-9.]+\s*[A-Za-z]+$")
 
 
 def _fail(name: str, value: object, why: str) -> AnsibleFilterError:
@@ -47,12 +45,14 @@ def _fail(name: str, value: object, why: str) -> AnsibleFilterError:
 
 def ulimits_conf_value(value: object, name: str, item: str) -> str:
     """The value to write into limits.conf for `item`: a positive integer as a string, or
-    'unlimited'. memlock takes KiB (a plain number, as limits.conf has it) or a size with
-    K, M, G or T (binary: 64M = 65536 KiB); nofile and nproc take plain counts."""
+    'unlimited'. memlock takes KiB (a plain number, as limits.conf has it) or a size with a
+    unit as module_utils/sizes.py reads it (64M = 64MiB = 65536 KiB, 64MB = 62500 KiB);
+    nofile and nproc take plain counts."""
     if item not in ITEMS:
         raise AnsibleFilterError(f"{name}: unknown limit item {item!r}")
     usage = (
-        "a positive number of KiB (as limits.conf), a size with K, M, G or T, or 'unlimited'"
+        "a positive number of KiB (as limits.conf), a size such as 64M, 64MiB or 64MB, or "
+        "'unlimited'"
         if item == "memlock"
         else "a positive whole number or 'unlimited'"
     )
@@ -63,16 +63,10 @@ def ulimits_conf_value(value: object, name: str, item: str) -> str:
         return "unlimited"
     if _INT.match(text):
         number = int(text)
-    elif item == "memlock" and _MEMLOCK_UNIT.match(text):
-        match = _MEMLOCK_UNIT.match(text)
-        assert match is not None
-        number = int(match.group(1)) * _KIB[match.group(2).lower()]
-    elif item == "memlock" and _MEMLOCK_AMBIGUOUS.match(text):
-        raise _fail(name, value, "ambiguous unit: write K, M, G, T or KiB, MiB, GiB, TiB (binary)")
+    elif item == "memlock" and _SIZE_WITH_UNIT.match(text):
+        number = _memlock_kib(text, name, value)
     elif text.startswith("-"):
         raise _fail(name, value, f"must not be negative: use {usage}")
-    elif item == "memlock" and re.match(r"^[0-9]+\s*[A-Za-z]+$", text):
-        raise _fail(name, value, "unknown unit: use K, M, G or T (binary), or plain KiB")
     else:
         raise _fail(name, value, f"expected {usage}")
     if number <= 0:
@@ -80,6 +74,22 @@ def ulimits_conf_value(value: object, name: str, item: str) -> str:
     if number > MAX_VALUE // (1024 if item == "memlock" else 1):
         raise _fail(name, value, "too large: use 'unlimited' for no limit")
     return str(number)
+
+
+def _memlock_kib(text: str, name: str, value: object) -> int:
+    """KiB for limits.conf from a size with a unit (module_utils/sizes.py: 64GB decimal,
+    64GiB and 64G binary); a size that is not whole KiB is refused rather than rounded."""
+    try:
+        size = parse_size(text)
+    except ValueError as exc:
+        raise _fail(
+            name, value, f"{exc}; use KiB, MiB, GiB, K, M, G (binary) or KB, MB, GB"
+        ) from None
+    if size % 1024:
+        raise _fail(
+            name, value, f"{size} bytes is not a whole number of KiB (limits.conf counts KiB)"
+        )
+    return size // 1024
 
 
 def ulimits_rlimit(conf_value: object, item: str, nr_open: object = None) -> int:

@@ -20,7 +20,9 @@ from plugins.filter.sizes import size_to_bytes, tmpfs_size_bytes, tmpfs_size_opt
         ("64G", 64 * 2**30),
         ("512m", 512 * 2**20),
         ("2GiB", 2 * 2**30),
-        ("1TB", 2**40),
+        ("1TB", 10**12),
+        ("64GB", 64 * 10**9),
+        ("1.5G", 3 * 2**29),
         (4096, 4096),
         ("4096", 4096),
     ],
@@ -30,7 +32,7 @@ def test_sizes(value, expected):
 
 
 @pytest.mark.parametrize(
-    "value", ["-1G", "0", 0, -5, "1.5G", "12 parsecs", "G", "10iB", "", None, True, [1], "5PB"]
+    "value", ["-1G", "0", 0, -5, "0.0001K", "12 parsecs", "G", "10iB", "", None, True, [1], "5QB"]
 )
 def test_bad_sizes_name_the_variable(value):
     with pytest.raises(AnsibleFilterError, match=r"^shm_size: "):
