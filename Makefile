@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
-	$(BIN)/pip install --quiet -e ".[controller,dev]"
+	$(BIN)/pip install --quiet -e ".[controller,dev,node]"
 	touch $@
 
 venv: $(STAMP)

@@ -618,7 +618,9 @@ def run_with(ctx: CheckContext, nv: Any) -> CheckResult:
     torch = read_torch(ctx.system, ctx.config["training_venv"])
     pci = nvidia_gpus(ctx.system)
     if nv is None:
-        return _no_driver(ctx, "pynvml (nvidia-ml-py) is not installed", pci, torch)
+        return _no_driver(
+            ctx, "pynvml (nvidia-ml-py) is not installed: pip install 'hostcheck[node]'", pci, torch
+        )
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:

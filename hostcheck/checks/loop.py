@@ -297,7 +297,9 @@ def prepare(
 def run(ctx: CheckContext) -> CheckResult:
     cfg = ctx.config
     if _missing("torch"):
-        return CheckResult.skipped("loop", "torch is not installed in this Python")
+        return CheckResult.skipped(
+            "loop", "torch is not installed in this Python (pip install 'hostcheck[node]')"
+        )
     if cfg["sample"] == "jpeg" and _missing("PIL"):
         return CheckResult.skipped(
             "loop", "PIL is not installed: jpeg samples need pillow (or set loop.sample: busy)"

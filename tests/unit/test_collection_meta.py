@@ -37,7 +37,7 @@ def test_one_version_for_package_collection_and_role_default():
     specs = yaml.safe_load((REPO / "roles/hostcheck/meta/argument_specs.yml").read_text())
     spec_default = specs["argument_specs"]["main"]["options"]["hostcheck_wheel"]["default"]
     assert GALAXY["version"] == hostcheck.__version__
-    assert defaults["hostcheck_wheel"] == f"hostcheck=={hostcheck.__version__}"
+    assert defaults["hostcheck_wheel"] == f"hostcheck[node]=={hostcheck.__version__}"
     assert spec_default == defaults["hostcheck_wheel"]
     assert 'dynamic = ["version"]' in (REPO / "pyproject.toml").read_text()
 
