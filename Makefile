@@ -80,8 +80,8 @@ sandbox-status: $(STAMP)
 	$(SANDBOX) status
 
 lint: $(STAMP) collection-link
-	$(BIN)/ruff check hostcheck tests benchmarks plugins
-	$(BIN)/ruff format --check hostcheck tests benchmarks plugins
+	$(BIN)/ruff check hostcheck tests benchmarks plugins docs
+	$(BIN)/ruff format --check hostcheck tests benchmarks plugins docs
 	$(BIN)/ansible-lint --offline
 
 demo: sandbox-up
