@@ -42,6 +42,7 @@ class HostEntry:
     problems: dict[str, str] = field(default_factory=dict)  # check id -> summary unless pass
     values: dict[str, Any] = field(default_factory=dict)  # check.finding -> measured
     displays: dict[str, str] = field(default_factory=dict)  # check.finding -> display
+    statuses: dict[str, str] = field(default_factory=dict)  # check.finding -> its status
     facts: dict[str, Any] = field(default_factory=dict)  # driver, gpu_model, cpu_model ...
 
     @property

@@ -168,7 +168,7 @@ def from_report(document: dict, host: str, file: str) -> HostEntry:
 
 
 def _take_findings(entry: HostEntry, check_id: str, findings: list, where: str) -> None:
-    values, displays = entry.values, entry.displays
+    values, displays, statuses = entry.values, entry.displays, entry.statuses
     for index, finding in enumerate(findings):
         # the checks of _need and _status, inlined: this loop runs ~40 times a report
         if not (
@@ -191,6 +191,7 @@ def _take_findings(entry: HostEntry, check_id: str, findings: list, where: str) 
         while key in values:  # the same finding name twice in one check
             key += "'"
         values[key] = value
+        statuses[key] = finding["status"]
         display = finding.get("display")
         if type(display) is str and display and display != str(value):
             displays[key] = _text(display, 120)

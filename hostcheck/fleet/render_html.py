@@ -160,7 +160,8 @@ def _chart(chart: Chart, entries: Sequence[HostEntry]) -> str:
             f'<text x="{label_w - 6}" y="{y + bar_h * len(shown) / 2 + 4:.1f}" '
             f'text-anchor="end"><title>{e(entry.host)}</title>{e(name)}</text>'
         )
-        status = entry.checks.get("loop", "none")
+        # the colour of the threshold this very value is judged against (its finding)
+        status = entry.statuses.get(chart.metrics[0], "none")
         for k, value in enumerate(shown):
             if value is None:
                 continue
@@ -185,8 +186,8 @@ def _chart(chart: Chart, entries: Sequence[HostEntry]) -> str:
     legend = ""
     if len(chart.metrics) > 1:
         legend = (
-            f'<div class="small">dark: {e(chart.labels[0])} (coloured by the loop check), '
-            f"light: {e(chart.labels[1])}</div>"
+            f'<div class="small">dark: {e(chart.labels[0])} (coloured by its finding\'s '
+            f"status), light: {e(chart.labels[1])}</div>"
         )
     return f"<figure><figcaption>{e(caption)}</figcaption>{''.join(parts)}{legend}</figure>"
 
