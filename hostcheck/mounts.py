@@ -1,19 +1,13 @@
-"""The mount table from /proc/<pid>/mountinfo (see proc(5))."""
+"""The mount table from /proc/<pid>/mountinfo (see proc(5)), as hostcheck's checks use it."""
 
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass
 
+from hostcheck._shared import mountinfo as shared_mountinfo
+from hostcheck._shared.mountinfo import unescape  # noqa: F401 - the checks read it from here
 from hostcheck.system import System
-
-_ESCAPE = re.compile(r"\\([0-7]{3})")
-
-
-def unescape(field: str) -> str:
-    """Mount fields escape space, tab, newline and backslash as octal (\\040)."""
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
 def escape(text: str) -> str:
@@ -47,35 +41,9 @@ class Mount:
 
 
 def parse_mountinfo(text: str) -> list[Mount]:
-    """Parse mountinfo lines; malformed lines raise ValueError naming the line."""
-    mounts = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        fields = line.split(" ")
-        try:
-            separator = fields.index("-", 6)
-            mount_id, parent_id = int(fields[0]), int(fields[1])
-            major_text, minor_text = fields[2].split(":")
-            mounts.append(
-                Mount(
-                    mount_id=mount_id,
-                    parent_id=parent_id,
-                    major=int(major_text),
-                    minor=int(minor_text),
-                    root=unescape(fields[3]),
-                    mount_point=unescape(fields[4]),
-                    options=tuple(fields[5].split(",")),
-                    fs_type=unescape(fields[separator + 1]),
-                    source=unescape(fields[separator + 2]),
-                    super_options=tuple(o for o in fields[separator + 3].split(",") if o)
-                    if len(fields) > separator + 3
-                    else (),
-                )
-            )
-        except (ValueError, IndexError):
-            raise ValueError(f"mountinfo line {number} is malformed: {line!r}") from None
-    return mounts
+    """Parse mountinfo lines (plugins/module_utils/mountinfo.py, shared with the roles);
+    malformed lines raise ValueError naming the line."""
+    return [Mount(**fields) for fields in shared_mountinfo.parse_mountinfo(text)]
 
 
 def mount_for(mounts: list[Mount], path: str) -> Mount | None:

@@ -76,6 +76,7 @@ import re
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
 
 _PARTITION_LINK = re.compile(r"-part[0-9]+$")
 _GLOB = re.compile(r"[*?\[]")
@@ -109,21 +110,15 @@ def _read(path: str, default: str = "") -> str:
 
 
 def _mountinfo() -> list[dict]:
-    entries = []
-    for line in _read("/proc/self/mountinfo").splitlines():
-        before, _, after = line.partition(" - ")
-        fields, tail = before.split(), after.split()
-        if len(fields) < 5 or len(tail) < 2:
-            continue
-        entries.append(
-            {
-                "majmin": fields[2],
-                "target": fields[4].replace("\\040", " "),
-                "fstype": tail[0],
-                "source": tail[1],
-            }
-        )
-    return entries
+    return [
+        {
+            "majmin": f"{mount['major']}:{mount['minor']}",
+            "target": mount["mount_point"],
+            "fstype": mount["fs_type"],
+            "source": mount["source"],
+        }
+        for mount in parse_mountinfo(_read("/proc/self/mountinfo"))
+    ]
 
 
 def _swaps() -> set[str]:
@@ -226,7 +221,10 @@ def main() -> None:
     )
     mount = os.path.normpath(module.params["mount"])
     paths, unmatched = expand(module.params["devices"])
-    mounts, swaps = _mountinfo(), _swaps()
+    try:
+        mounts, swaps = _mountinfo(), _swaps()
+    except ValueError as exc:  # a mountinfo line this parser cannot read
+        module.fail_json(msg=str(exc))
     devices, problems = [], []
     for path in paths:
         facts = describe(module, path, mounts, swaps)
