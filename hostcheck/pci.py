@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from hostcheck._shared import pci as shared_pci
+from hostcheck._shared.pci import parse_hex
 from hostcheck.system import System
 
-NVIDIA_VENDOR = 0x10DE
-DISPLAY_CLASS = 0x03  # PCI base class "display controller": VGA 0x0300, 3D 0x0302
 PCI_DEVICES = "/sys/bus/pci/devices"
 
 
@@ -26,16 +26,6 @@ class PciGpu:
         return data
 
 
-def parse_hex(text: str | None) -> int | None:
-    """'0x10de\\n' -> 0x10de; None for anything else."""
-    if text is None:
-        return None
-    try:
-        return int(text.strip(), 16)
-    except ValueError:
-        return None
-
-
 def driver_from_uevent(text: str | None) -> str | None:
     for line in (text or "").splitlines():
         key, _, value = line.partition("=")
@@ -45,11 +35,9 @@ def driver_from_uevent(text: str | None) -> str | None:
 
 
 def is_nvidia_gpu(vendor: int | None, pci_class: int | None) -> bool:
-    """NVIDIA vendor and a display-controller class; excludes the GPUs' HDMI audio
-    functions (0x0403) and NVSwitch bridges (0x0680)."""
-    if vendor != NVIDIA_VENDOR or pci_class is None:
-        return False
-    return pci_class >> 16 == DISPLAY_CLASS
+    """NVIDIA vendor and a display-controller class (plugins/module_utils/pci.py, the rule
+    the nvidia_driver role's probe applies too)."""
+    return shared_pci.nvidia_kind(vendor, pci_class) == shared_pci.GPU
 
 
 def nvidia_gpus(system: System) -> list[PciGpu]:

@@ -77,8 +77,12 @@ import shutil
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
+    GPU,
+    nvidia_kind,
+    parse_hex,
+)
 
-NVIDIA = 0x10DE
 EFI_SECURE_BOOT = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 PACKAGE_NAME = re.compile(r"^(lib)?nvidia|^cuda-drivers|^linux-modules-nvidia|^kmod-nvidia")
 DRIVER_VERSION = re.compile(r"^(?:[0-9]+:)?([0-9]{3}\.[0-9]+(?:\.[0-9]+)?)")
@@ -104,22 +108,16 @@ def pci_devices(root: str) -> tuple[list[dict], list[dict]]:
     base = os.path.join(root, "sys/bus/pci/devices")
     for address in sorted(os.listdir(base)) if os.path.isdir(base) else []:
         device = os.path.join(base, address)
-        try:
-            vendor = int(read(f"{device}/vendor") or "", 16)
-            pci_class = int(read(f"{device}/class") or "", 16)
-        except ValueError:
-            continue
-        if vendor != NVIDIA:
+        pci_class = parse_hex(read(f"{device}/class"))
+        kind = nvidia_kind(parse_hex(read(f"{device}/vendor")), pci_class)
+        if kind is None:
             continue
         entry = {
             "address": address,
             "device": read(f"{device}/device"),
             "class": f"0x{pci_class:06x}",
         }
-        if pci_class >> 16 == 0x03:
-            gpus.append(entry)
-        elif pci_class >> 8 == 0x0680:
-            switches.append(entry)
+        (gpus if kind == GPU else switches).append(entry)
     return gpus, switches
 
 

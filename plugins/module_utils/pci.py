@@ -1,0 +1,32 @@
+"""What an NVIDIA PCI function is, from its sysfs vendor and class: the one rule that
+hostcheck's gpu check and the nvidia_driver role's probe both apply. This file is shared: the
+collection ships it as module_utils and the hostcheck package as hostcheck._shared
+(pyproject.toml), so it uses the standard library only."""
+
+NVIDIA_VENDOR = 0x10DE
+DISPLAY_CLASS = 0x03  # PCI base class "display controller": VGA 0x0300, 3D 0x0302
+BRIDGE_OTHER = 0x0680  # NVSwitch: bridge, "other" subclass
+GPU = "gpu"
+NVSWITCH = "nvswitch"
+
+
+def parse_hex(text):
+    """'0x10de\\n' -> 0x10de; None for anything else."""
+    if text is None:
+        return None
+    try:
+        return int(text.strip(), 16)
+    except ValueError:
+        return None
+
+
+def nvidia_kind(vendor, pci_class):
+    """GPU for an NVIDIA display or 3D controller, NVSWITCH for an NVIDIA bridge of the
+    "other" subclass, None for the rest (the GPUs' HDMI audio functions 0x0403 included)."""
+    if vendor != NVIDIA_VENDOR or pci_class is None:
+        return None
+    if pci_class >> 16 == DISPLAY_CLASS:
+        return GPU
+    if pci_class >> 8 == BRIDGE_OTHER:
+        return NVSWITCH
+    return None
