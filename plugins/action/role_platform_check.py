@@ -66,7 +66,7 @@ class ActionModule(ActionBase):
         role = self._task._role
         with open(os.path.join(role._role_path, "meta", "main.yml")) as handle:
             platforms = yaml.safe_load(handle)["galaxy_info"]["platforms"]
-        reason = problem(facts, platforms, role.get_name())
+        reason = problem(facts, platforms, role.get_name(include_role_fqcn=False))
         result["changed"] = False
         if reason:
             result["failed"] = True

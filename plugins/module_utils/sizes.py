@@ -53,5 +53,5 @@ def parse_size(value):
         raise ValueError(f"not a size: {value!r} ({EXAMPLES})")
     unit = match.group(2).lower()
     if unit not in UNITS:
-        raise ValueError(f"unknown size unit {match.group(2)!r} in {value!r}")
+        raise ValueError(f"not a size: unknown unit {match.group(2)!r} in {value!r} ({EXAMPLES})")
     return int(Fraction(match.group(1)) * UNITS[unit])

@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.sandbox.fleet import CHECKOUT, Fleet
 
 ANSIBLE_BIN = Path(sys.executable).parent
+COLLECTION_PREFIX = "hostcheck.gpu_hosts."
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,12 @@ class PlaybookRun:
         return " | ".join(found) + self.stderr
 
     def task_results(self, name: str) -> dict[str, dict]:
-        """Results by host of the task with this name (the last one run)."""
+        """Results by host of the task with this name (the last one run); a role's tasks are
+        named "<role> : <task>", without the collection's prefix Ansible shows."""
         results: dict[str, dict] = {}
         for play in self.output.get("plays", []):
             for task in play["tasks"]:
-                if task["task"]["name"] == name:
+                if task["task"]["name"].removeprefix(COLLECTION_PREFIX) == name:
                     results.update(task["hosts"])
         return results
 

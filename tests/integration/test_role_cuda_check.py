@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from tests.integration.ansible import run_playbook
+from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 from tests.integration.cuda_fakes import (
     DRIVERS,
     TORCHES,
@@ -262,8 +262,8 @@ def test_an_old_driver_fails_with_all_versions_side_by_side_and_verify_notices(f
         task["task"]["name"]
         for play in verify.output["plays"]
         for task in play["tasks"]
-        if task["task"]["name"] == FACTS
-    ] == [FACTS]  # only verify's run read the host
+        if task["task"]["name"].removeprefix(COLLECTION_PREFIX) == FACTS
+    ] == [COLLECTION_PREFIX + FACTS]  # only verify's run read the host
     assert failed(fake(fleet), gpu_host) == expected
 
 

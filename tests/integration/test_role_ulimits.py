@@ -254,7 +254,7 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
         ({"ulimits_nofile_soft": 1.5}, "ulimits_nofile_soft: expected a positive whole number"),
         ({"ulimits_nproc_soft": "lots"}, "ulimits_nproc_soft: expected a positive whole number"),
         ({"ulimits_memlock_soft": "8X"}, "ulimits_memlock_soft: unknown unit"),
-        ({"ulimits_memlock_hard": "8MB"}, "ulimits_memlock_hard: ambiguous unit"),
+        ({"ulimits_memlock_hard": "8MB"}, "ulimits_memlock_hard: 8000000 bytes is not a whole"),
         (
             {"ulimits_nofile_soft": 20000, "ulimits_nofile_hard": 16384},
             "ulimits_nofile_soft: 20000 is above ulimits_nofile_hard: 16384",

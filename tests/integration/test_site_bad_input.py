@@ -18,7 +18,7 @@ BAD_INPUT = [
     ({"shm_size": "64"}, None),  # unit-less bytes are allowed: 64 bytes is below what is used
     ({"shm_size": "12 parsecs"}, "shm_size"),
     ({"shm_size": "150%"}, "shm_size"),
-    ({"shm_size": "1.5G"}, "shm_size"),
+    ({"shm_size": "64XB"}, "shm_size"),
     ({"ulimits_nofile_soft": "lots"}, "ulimits_nofile_soft"),
     ({"ulimits_nofile_soft": -5}, "ulimits_nofile_soft"),
     ({"ulimits_nofile_soft": 1.5}, "ulimits_nofile_soft"),
