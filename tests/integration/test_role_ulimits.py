@@ -253,7 +253,7 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
         ({"ulimits_nofile_soft": 0}, "ulimits_nofile_soft: must be larger than zero"),
         ({"ulimits_nofile_soft": 1.5}, "ulimits_nofile_soft: expected a positive whole number"),
         ({"ulimits_nproc_soft": "lots"}, "ulimits_nproc_soft: expected a positive whole number"),
-        ({"ulimits_memlock_soft": "8X"}, "ulimits_memlock_soft: unknown unit"),
+        ({"ulimits_memlock_soft": "8X"}, "ulimits_memlock_soft: not a size: unknown unit"),
         ({"ulimits_memlock_hard": "8MB"}, "ulimits_memlock_hard: 8000000 bytes is not a whole"),
         (
             {"ulimits_nofile_soft": 20000, "ulimits_nofile_hard": 16384},
