@@ -13,27 +13,8 @@ from tests import collection_link
 # (a namespace package, as Ansible loads them); the link makes that name importable here too.
 sys.path.insert(0, str(collection_link.ensure().parents[2]))
 
-# make test hands whole modules to its workers in collection order (--no-loadscope-reorder):
-# the longest first, so the slowest module never starts last (minutes in a clean-clone run).
-SLOWEST_FIRST = (
-    "tests/integration/test_os_matrix.py",  # 16
-    "tests/integration/test_audit.py",  # 8
-    "tests/integration/test_role_pillow_simd.py",  # 9
-    "tests/integration/test_role_shm.py",  # 6
-    "tests/integration/test_role_hostcheck.py",  # 6
-    "tests/integration/test_role_nvidia_driver.py",  # 6
-    "tests/integration/test_site_bad_input.py",  # 6
-    "tests/integration/test_role_dataset_staging.py",  # 5
-    "tests/integration/test_role_nvidia_driver_os.py",  # 4
-    "tests/integration/test_role_ulimits.py",  # 3.5
-)
 _START = time.time()
 _SPANS: dict[tuple[str, str], list[float]] = {}
-
-
-def pytest_collection_modifyitems(items) -> None:
-    rank = {module: index for index, module in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 def pytest_runtest_logreport(report) -> None:
