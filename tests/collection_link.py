@@ -15,13 +15,13 @@ import yaml
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
-def collection_name() -> tuple[str, str]:
-    galaxy = yaml.safe_load((CHECKOUT / "galaxy.yml").read_text())
+def collection_name(checkout: Path = CHECKOUT) -> tuple[str, str]:
+    galaxy = yaml.safe_load((checkout / "galaxy.yml").read_text())
     return galaxy["namespace"], galaxy["name"]
 
 
 def ensure(checkout: Path = CHECKOUT) -> Path:
-    namespace, name = collection_name()
+    namespace, name = collection_name(checkout)
     link = checkout / ".cache" / "collections" / "ansible_collections" / namespace / name
     target = os.path.relpath(checkout, link.parent)
     if link.is_symlink() and os.readlink(link) == target:
