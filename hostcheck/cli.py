@@ -98,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="run only this check (repeatable)",
     )
+    run.add_argument(
+        "--reuse-measurements",
+        metavar="REPORT",
+        help="keep the loop, benchmark and read-test results of this earlier JSON report "
+        "when nothing they depend on changed since (else measure, as without it)",
+    )
     _report_option(run, "json:PATH, junit:PATH or prom:PATH")
     _fail_on_option(run, "status")
     run.add_argument("-v", "--verbose", action="store_true", help="show every finding")
@@ -245,6 +251,7 @@ def cmd_loop(args: argparse.Namespace) -> int:
     to_stdout = any(path == "-" for _, path in targets)
     console = Console(stderr=to_stdout, highlight=False)
     from hostcheck.loop import command
+    from hostcheck.runner import outcome_of
 
     try:
         if args.sweep:
@@ -258,7 +265,7 @@ def cmd_loop(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # e.g. --device cuda without a GPU
         raise UsageError(str(exc)) from None
     options = RunOptions(dataset_path=args.dataset_path)
-    outcome = command.outcome_of(check, profile, options, began)
+    outcome = outcome_of([check], began, profile, options)
     exit_code = outcome.exit_code()
     document = build_document(outcome, exit_code, system.read("/etc/os-release"))
     render_table(document, console, verbose=args.verbose or not args.sweep)
@@ -334,7 +341,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console(stderr=to_stdout, highlight=False)
     system = System()
     fail_on = Status(args.fail_on)
-    if console.is_terminal:
+    os_release_text = system.read("/etc/os-release")
+    reuse = None
+    if args.reuse_measurements:
+        from hostcheck.reuse import run_reusing
+
+        outcome, reuse = run_reusing(
+            profile, options, system, args.reuse_measurements, os_release_text, args.checks
+        )
+    elif console.is_terminal:
         with console.status("checking") as status:
             outcome = run_checks(
                 profile,
@@ -346,8 +361,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         outcome = run_checks(profile, options, system, only=args.checks)
     exit_code = outcome.exit_code(fail_on)
-    document = build_document(outcome, exit_code, system.read("/etc/os-release"))
+    document = build_document(outcome, exit_code, os_release_text)
     render_table(document, console, verbose=args.verbose)
+    if reuse is not None:
+        document["measurement_basis"] = reuse.basis
+        for line in reuse.lines():
+            console.print(Text(line))
     for kind, path in targets:
         try:
             write_report(kind, path, document, fail_on_warn=fail_on == Status.WARN)

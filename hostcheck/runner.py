@@ -95,10 +95,21 @@ def run_checks(
             require_gpu=options.require_gpu or profile.require_gpu,
         )
         results.append(run_one(spec, ctx))
+    return outcome_of(results, started, profile, options, time.perf_counter() - clock)
+
+
+def outcome_of(
+    results: list[CheckResult],
+    started_at: float,
+    profile: Profile,
+    options: RunOptions,
+    duration_s: float | None = None,
+) -> RunOutcome:
+    """The outcome of these results; the duration runs until now unless given."""
     outcome = RunOutcome(
         results=results,
-        started_at=started,
-        duration_s=time.perf_counter() - clock,
+        started_at=started_at,
+        duration_s=time.time() - started_at if duration_s is None else duration_s,
         profile=profile,
         options=options,
     )

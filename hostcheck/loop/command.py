@@ -8,7 +8,6 @@ writes the same documents as `hostcheck run`.
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from rich import box
@@ -19,12 +18,9 @@ from rich.text import Text
 
 from hostcheck import units
 from hostcheck.checks import loop as loop_check
-from hostcheck.checks.base import RunOptions
-from hostcheck.config import Profile
 from hostcheck.loop import theory
 from hostcheck.loop.settings import LoopSettings
 from hostcheck.model import CheckResult
-from hostcheck.runner import RunOutcome
 
 
 def _model_line(result: Any, settings: LoopSettings) -> str | None:
@@ -45,22 +41,6 @@ def _model_line(result: Any, settings: LoopSettings) -> str | None:
         f"{theory.ratio(result.samples_per_s, model.samples_per_s):.3f}, "
         f"data-wait {result.data_wait_fraction:.1%} vs {model.data_wait_fraction:.1%}"
     )
-
-
-def outcome_of(
-    check: CheckResult, profile: Profile, options: RunOptions, began: float
-) -> RunOutcome:
-    """A run of one check, so the report writers of `hostcheck run` serve `loop` too."""
-    outcome = RunOutcome(
-        results=[check],
-        started_at=began,
-        duration_s=time.time() - began,
-        profile=profile,
-        options=options,
-    )
-    for status in ("pass", "warn", "fail", "skip", "error"):
-        outcome.counts[status] = sum(r.status.value == status for r in outcome.results)
-    return outcome
 
 
 def _progress(console: Console) -> Progress:

@@ -50,6 +50,15 @@ class PlaybookRun:
     def changed(self, host: str) -> int:
         return self.stats[host]["changed"]
 
+    def changed_tasks(self, host: str) -> list[str]:
+        """Names of the tasks that changed this host, in order (for assertion messages)."""
+        return [
+            task["task"]["name"]
+            for play in self.output.get("plays", [])
+            for task in play["tasks"]
+            if (task["hosts"].get(host) or {}).get("changed")
+        ]
+
     def failed_hosts(self) -> list[str]:
         return sorted(h for h, s in self.stats.items() if s["failures"] or s["unreachable"])
 

@@ -208,3 +208,32 @@ def test_set_reaches_a_dotted_sysctl_name():
     assert expect["vm.swappiness"] == {"max": 100}
     swappiness = [f for f in report["checks"][0]["findings"] if f["name"] == "vm.swappiness"]
     assert swappiness[0]["status"] == "pass"
+
+
+def test_reuse_measurements_keeps_the_real_loop_until_the_profile_changes(tmp_path):
+    report = tmp_path / "report.json"
+    # severity warn: a loop slowed by a busy machine warns, and a warning is kept like a pass
+    shape = ["--set", "loop.seconds=1", "--set", "loop.severity=warn"]
+    args = ["run", "--reuse-measurements", str(report), "--report", f"json:{report}"]
+    wide = {**os.environ, "COLUMNS": "1000"}  # rich wraps its lines at the terminal's width
+    first = run_cli(*args, *shape, cwd=tmp_path, env=wide)
+    assert first.returncode in (0, 1), first.stderr
+    measured = json.loads(report.read_text())
+    jsonschema.validate(measured, SCHEMA)
+    assert f"measured: storage, pillow, loop (no earlier report at {report})" in first.stdout
+
+    second = run_cli(*args, *shape, cwd=tmp_path, env=wide)
+    kept = json.loads(report.read_text())
+    jsonschema.validate(kept, SCHEMA)
+    before = {c["id"]: c for c in measured["checks"]}
+    after = {c["id"]: c for c in kept["checks"]}
+    assert "measured_at" in after["loop"]["data"], second.stdout
+    assert after["loop"]["findings"] == before["loop"]["findings"]
+    assert after["loop"]["data"]["measured_at"] == measured["started_at"]
+    assert after["loop"]["duration_s"] == 0 < before["loop"]["duration_s"]
+    assert "measurements kept from" in second.stdout
+
+    third = run_cli(*args, *shape, "--set", "loop.batch_size=32", cwd=tmp_path, env=wide)
+    again = {c["id"]: c for c in json.loads(report.read_text())["checks"]}
+    assert "measured_at" not in again["loop"]["data"]
+    assert "(the profile changed)" in third.stdout

@@ -1,0 +1,229 @@
+"""Measurements carried over from an earlier report of this host when nothing they depend on
+changed: `hostcheck run --reuse-measurements REPORT`.
+
+The measurements (the training loop, the Pillow benchmarks, the storage read test) take
+seconds; everything else takes milliseconds. So the run first checks the settings with the
+measurements left out, and compares what it saw with the basis the earlier report recorded:
+every check's status, every finding the fleet compares (with the fleet's drift tolerances),
+the facts (hostcheck, torch, driver, Pillow flavour ...), the profile, the options and the
+boot. Unchanged: the earlier results of the measuring checks stand, each saying when it was
+measured. Changed, absent or failed before: they are measured again.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hostcheck import __version__
+from hostcheck.checks.base import CheckSpec, RunOptions
+from hostcheck.config import Profile, merge
+from hostcheck.fleet.drift import compare_hosts
+from hostcheck.fleet.entry import HostEntry
+from hostcheck.fleet.extract import Unusable, comparable, from_report
+from hostcheck.fleet.settings import FleetSettings
+from hostcheck.model import CheckResult, Finding, Status
+from hostcheck.runner import RunOutcome, outcome_of, run_checks
+from hostcheck.system import System
+
+# check id -> the part of its profile section that leaves its measurement out
+MEASURING = {
+    "loop": {"enabled": False},
+    "pillow": {"benchmark_seconds": 0},
+    "storage": {"read_test": {"enabled": False}},
+}
+# A measurement that failed is taken again: the cause may have been passing (load, a cold cache).
+KEPT_STATUSES = ("pass", "warn", "skip")
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+@dataclass
+class Reuse:
+    """What a run with --reuse-measurements did, for the report and the console."""
+
+    basis: dict
+    kept: dict[str, str] = field(default_factory=dict)  # check id -> measured at
+    measured: list[str] = field(default_factory=list)
+    why: str = ""  # why the earlier measurements could not stand
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.kept:
+            at = sorted(set(self.kept.values()))
+            out.append(
+                f"measurements kept from {', '.join(at)}: {', '.join(self.kept)} (nothing "
+                "they depend on changed; without --reuse-measurements they are taken again)"
+            )
+        if self.measured:
+            out.append(f"measured: {', '.join(self.measured)} ({self.why})")
+        return out
+
+
+def settings_profile(profile: Profile) -> Profile:
+    """The profile with every measurement left out."""
+    checks = {c: part for c, part in MEASURING.items() if c in profile.values["checks"]}
+    values = merge(profile.values, {"checks": checks})
+    return Profile(name=profile.name, values=values, sources=profile.sources)
+
+
+def _torch_version() -> str | None:
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def basis_of(outcome: RunOutcome, system: System, document: dict) -> dict:
+    """What the measurements depend on, from the settings-only run's report document."""
+    entry = from_report(document, "this host", "")
+    return {
+        "boot_id": (system.read(BOOT_ID) or "").strip(),
+        "torch": _torch_version(),
+        "profile": json.loads(json.dumps(outcome.profile.values)),
+        "options": document["options"],
+        "checks": entry.checks,
+        "facts": entry.facts,
+        "values": entry.values,
+    }
+
+
+def _entry(basis: dict) -> HostEntry:
+    return HostEntry(
+        host="this host",
+        file="",
+        checks=dict(basis.get("checks") or {}),
+        facts=dict(basis.get("facts") or {}),
+        values={
+            k: comparable(v)
+            for k, v in (basis.get("values") or {}).items()
+            if comparable(v) is not None
+        },
+    )
+
+
+def differences(before: dict, after: dict, settings: FleetSettings) -> list[str]:
+    """What changed between two bases, as short phrases; empty when nothing did."""
+    said = []
+    if before.get("boot_id") != after["boot_id"]:
+        said.append("the host rebooted")
+    for key, label in (("torch", "torch"), ("profile", "the profile"), ("options", "the options")):
+        if before.get(key) != after[key]:
+            said.append(f"{label} changed")
+    for change in compare_hosts(_entry(before), _entry(after), settings):
+        if change.kind == "verdict":
+            continue
+        said.append(f"{change.key}: {change.note or f'{change.before} -> {change.after}'}")
+    return said
+
+
+def read_earlier(path: str) -> tuple[dict | None, str]:
+    """The earlier report with a basis, or None and why it cannot be used."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except FileNotFoundError:
+        return None, f"no earlier report at {path}"
+    except (OSError, ValueError) as exc:
+        return None, f"earlier report {path} unreadable: {exc}"
+    if not isinstance(document, dict) or document.get("schema_version") != 1:
+        return None, f"{path} is not a hostcheck report of schema 1"
+    if (document.get("tool") or {}).get("version") != __version__:
+        return None, f"{path} was written by another hostcheck version"
+    if not isinstance(document.get("measurement_basis"), dict):
+        return None, f"{path} records no measurement basis"
+    if not isinstance(document.get("checks"), list):
+        return None, f"{path} has no checks"
+    return document, ""
+
+
+def _kept_result(check: dict, measured_at: str) -> CheckResult:
+    findings = [
+        Finding(
+            name=f["name"],
+            status=Status(f["status"]),
+            measured=f.get("measured"),
+            expected=f.get("expected"),
+            display=f.get("display", ""),
+            source=f.get("source", ""),
+            remedy=f.get("remedy", ""),
+        )
+        for f in check.get("findings", [])
+    ]
+    data = dict(check.get("data") or {})
+    data["measured_at"] = measured_at
+    summary = check.get("summary", "")
+    note = f"(measured {measured_at}, nothing it depends on changed since)"
+    if not summary.endswith(note):
+        summary = f"{summary} {note}".strip()
+    return CheckResult(
+        id=check["id"],
+        status=Status(check["status"]),
+        summary=summary,
+        expected=check.get("expected", ""),
+        remedy=check.get("remedy", ""),
+        findings=findings,
+        data=data,
+        duration_s=0.0,
+    )
+
+
+def run_reusing(
+    profile: Profile,
+    options: RunOptions,
+    system: System,
+    earlier_path: str,
+    os_release_text: str | None,
+    only: list[str] | None = None,
+    checks: Mapping[str, CheckSpec] | None = None,
+) -> tuple[RunOutcome, Reuse]:
+    from hostcheck.report.document import build_document
+
+    light = run_checks(settings_profile(profile), options, system, only=only, checks=checks)
+    document = build_document(light, light.exit_code(), os_release_text)
+    try:
+        basis = basis_of(light, system, document)
+    except Unusable as exc:  # our own document: a bug, not the host's fault
+        raise RuntimeError(f"measurement basis: {exc}") from exc
+    reuse = Reuse(basis=basis)
+    measuring = [
+        r.id
+        for r in light.results
+        if r.id in MEASURING and profile.enabled(r.id) and (only is None or r.id in only)
+    ]
+    earlier, reuse.why = read_earlier(earlier_path)
+    kept: dict[str, CheckResult] = {}
+    if earlier is not None:
+        changed = differences(
+            earlier["measurement_basis"], basis, FleetSettings.from_profile(profile.values)
+        )
+        if changed:
+            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+            reuse.why = "; ".join(changed[:3]) + more
+        else:
+            by_id = {c.get("id"): c for c in earlier["checks"] if isinstance(c, dict)}
+            failed = []
+            for check_id in measuring:
+                check = by_id.get(check_id)
+                if check is None:
+                    continue
+                if check.get("status") not in KEPT_STATUSES:
+                    failed.append(check_id)
+                    continue
+                at = (check.get("data") or {}).get("measured_at") or earlier.get("started_at", "")
+                kept[check_id] = _kept_result(check, at)
+                reuse.kept[check_id] = at
+            reuse.why = (
+                f"{', '.join(failed)} did not pass last time"
+                if failed
+                else "not in the earlier report"
+            )
+    reuse.measured = [c for c in measuring if c not in kept]
+    results = {r.id: r for r in light.results}
+    results.update(kept)
+    if reuse.measured:
+        fresh = run_checks(profile, options, system, only=reuse.measured, checks=checks)
+        results.update({r.id: r for r in fresh.results})
+    ordered = [results[r.id] for r in light.results]
+    return outcome_of(ordered, light.started_at, profile, options), reuse
