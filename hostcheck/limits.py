@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
+from hostcheck._shared import limits_text as shared_limits
+from hostcheck._shared.limits_text import PROC_NAMES, PamModule, pam_modules  # noqa: F401
 from hostcheck.units import UNLIMITED, format_limit
 
 Limit = Union[int, float]  # an int, or UNLIMITED
@@ -33,12 +35,6 @@ Limit = Union[int, float]  # an int, or UNLIMITED
 ITEMS = ("nofile", "memlock", "nproc")
 KINDS = ("soft", "hard")
 
-# The names /proc/<pid>/limits uses (fs/proc/base.c), for the items we check.
-PROC_NAMES = {
-    "nofile": "Max open files",
-    "memlock": "Max locked memory",
-    "nproc": "Max processes",
-}
 PROC_UNITS = {"nofile": "files", "memlock": "bytes", "nproc": "processes"}
 
 # limits.conf items whose values are KiB (pam_limits multiplies them by 1024).
@@ -66,38 +62,15 @@ def limit_raw(value: Limit) -> int | str:
 
 # --- /proc/<pid>/limits ------------------------------------------------------------------
 
-_PROC_ROW = re.compile(
-    r"^(?P<name>\S.*?)\s+(?P<soft>unlimited|\d+)\s+(?P<hard>unlimited|\d+)(?:\s+(?P<units>\S+))?\s*$"
-)
-
-
-def _proc_value(text: str) -> Limit:
-    return UNLIMITED if text == "unlimited" else int(text)
-
 
 def parse_proc_limits(text: str) -> dict[str, tuple[Limit, Limit]]:
     """{"Max open files": (soft, hard), ...} from the text of /proc/<pid>/limits."""
-    rows: dict[str, tuple[Limit, Limit]] = {}
-    for line in text.splitlines():
-        match = _PROC_ROW.match(line)
-        if not match:
-            continue
-        rows[match.group("name")] = (
-            _proc_value(match.group("soft")),
-            _proc_value(match.group("hard")),
-        )
-    return rows
+    return shared_limits.parse_proc_limits(text, UNLIMITED)
 
 
 def proc_items(text: str) -> dict[str, dict[str, Limit]]:
     """{"nofile": {"soft": .., "hard": ..}, ...} for the items found in /proc/<pid>/limits."""
-    rows = parse_proc_limits(text)
-    found = {}
-    for item, name in PROC_NAMES.items():
-        if name in rows:
-            soft, hard = rows[name]
-            found[item] = {"soft": soft, "hard": hard}
-    return found
+    return shared_limits.proc_items(text, UNLIMITED)
 
 
 def format_proc_limits(rows: Sequence[tuple[str, Limit, Limit, str]]) -> str:
@@ -318,57 +291,9 @@ def lookup_user(name: str, passwd: str, group: str) -> UserInfo | None:
 # --- PAM stacks --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PamModule:
-    service: str
-    lineno: int
-    type: str
-    control: str
-    module: str
-
-
-_PAM_TOKEN = re.compile(r"\[[^\]]*\]?|\S+")
-
-
-def _pam_tokens(line: str) -> list[str]:
-    """Fields of a PAM line; a bracketed control such as [success=1 default=ignore] is one."""
-    return _PAM_TOKEN.findall(line)
-
-
-def pam_modules(
-    service: str, read: Callable[[str], str | None], wanted: str = "session", _seen: tuple = ()
-) -> list[PamModule]:
-    """The `wanted`-type modules a PAM service runs, following include, substack and
-    Debian's @include. `read(service)` returns /etc/pam.d/<service> text or None."""
-    if service in _seen or len(_seen) > 20:
-        return []
-    text = read(service)
-    if text is None:
-        return []
-    found: list[PamModule] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("@include"):
-            parts = line.split()
-            if len(parts) >= 2:
-                found += pam_modules(parts[1], read, wanted, (*_seen, service))
-            continue
-        tokens = _pam_tokens(line)
-        if len(tokens) < 3 or tokens[0].lstrip("-").lower() != wanted:
-            continue
-        control, module = tokens[1], tokens[2]
-        if control in ("include", "substack"):
-            found += pam_modules(module, read, wanted, (*_seen, service))
-        else:
-            found.append(PamModule(service, lineno, tokens[0], control, module))
-    return found
-
-
 def uses_pam_limits(modules: Iterable[PamModule]) -> PamModule | None:
     for module in modules:
-        if module.module.rsplit("/", 1)[-1] == "pam_limits.so":
+        if shared_limits.module_name(module) == "pam_limits.so":
             return module
     return None
 

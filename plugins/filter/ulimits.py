@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import limits_text
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
 
 ITEMS = ("nofile", "memlock", "nproc")
@@ -163,47 +164,10 @@ def ulimits_host_problems(
     return problems
 
 
-_PROC_NAMES = {"Max open files": "nofile", "Max locked memory": "memlock", "Max processes": "nproc"}
-_PROC_ROW = re.compile(r"^(Max [a-z ]+?)\s+(unlimited|\d+)\s+(unlimited|\d+)")
-
-
 def ulimits_proc_limits(text: object) -> dict[str, dict[str, int]]:
     """{"nofile": {"soft": .., "hard": ..}, ...} from /proc/<pid>/limits text (anything
     printed before the table is ignored); unlimited is RLIM_INFINITY."""
-    found: dict[str, dict[str, int]] = {}
-    for line in str(text).splitlines():
-        match = _PROC_ROW.match(line)
-        if match and match.group(1) in _PROC_NAMES:
-            soft, hard = (RLIM_INFINITY if v == "unlimited" else int(v) for v in match.group(2, 3))
-            found[_PROC_NAMES[match.group(1)]] = {"soft": soft, "hard": hard}
-    return found
-
-
-_PAM_TOKEN = re.compile(r"\[[^\]]*\]?|\S+")
-
-
-def _pam_session(service: str, files: dict[str, list[str]], seen: tuple[str, ...]) -> list[str]:
-    """The session modules a PAM service runs, following include, substack and @include."""
-    if service in seen or len(seen) > 20 or service not in files:
-        return []
-    modules: list[str] = []
-    for raw in files[service]:
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("@include"):
-            parts = line.split()
-            if len(parts) >= 2:
-                modules += _pam_session(parts[1], files, (*seen, service))
-            continue
-        tokens = _PAM_TOKEN.findall(line)
-        if len(tokens) < 3 or tokens[0].lstrip("-").lower() != "session":
-            continue
-        if tokens[1] in ("include", "substack"):
-            modules += _pam_session(tokens[2], files, (*seen, service))
-        else:
-            modules.append(tokens[2].rsplit("/", 1)[-1])
-    return modules
+    return limits_text.proc_items(str(text), RLIM_INFINITY)
 
 
 def ulimits_grep_files(grep_text: object) -> dict[str, str]:
@@ -232,15 +196,16 @@ def ulimits_pam_limits(grep_text: object, services: list) -> dict[str, str]:
     /etc/pam.d has no such file. `grep_text` is `grep -r '' /etc/pam.d` output
     (path:line)."""
     files = {
-        path[len("/etc/pam.d/") :]: text.splitlines()
+        path[len("/etc/pam.d/") :]: text
         for path, text in ulimits_grep_files(grep_text).items()
         if path.startswith("/etc/pam.d/")
     }
     state = {}
     for service in services:
+        modules = limits_text.pam_modules(service, files.get)
         if service not in files:
             state[service] = "absent"
-        elif "pam_limits.so" in _pam_session(service, files, ()):
+        elif "pam_limits.so" in map(limits_text.module_name, modules):
             state[service] = "present"
         else:
             state[service] = "missing"
