@@ -45,7 +45,7 @@ RLIMIT_ITEMS = frozenset(
         "locks", "sigpending", "msgqueue", "nice", "rtprio", "rttime",
     }
 )  # fmt: skip
-RLIM_INFINITY = 2**64 - 1
+RLIM_INFINITY = shared_limits.RLIM_INFINITY
 
 # Strength of a limits.conf entry, as pam_limits ranks them (lower wins).
 USER, GROUP, ALLGROUP, ALL, DEFAULT = 0, 1, 2, 3, 4
@@ -311,17 +311,7 @@ def systemd_property(item: str, kind: str) -> str:
 
 def parse_systemctl_show(text: str) -> dict[str, Limit]:
     """{"DefaultLimitNOFILE": 524288, ...} from `systemctl show -p ...` output."""
-    values: dict[str, Limit] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        value = value.strip()
-        if not sep or not key.startswith("DefaultLimit"):
-            continue
-        if value == "infinity" or value == str(RLIM_INFINITY):
-            values[key.strip()] = UNLIMITED
-        elif value.isdigit():
-            values[key.strip()] = int(value)
-    return values
+    return shared_limits.parse_systemctl_show(text, UNLIMITED)
 
 
 _SYSTEMD_SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5,

@@ -30,7 +30,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import limits_
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
 
 ITEMS = ("nofile", "memlock", "nproc")
-RLIM_INFINITY = 2**64 - 1
+RLIM_INFINITY = limits_text.RLIM_INFINITY
 # No limit, as limits.conf and systemd spell it; -1 is refused (a negative number is a typo
 # more often than a wish), so is anything else with a sign.
 UNLIMITED_WORDS = ("unlimited", "infinity")
@@ -301,15 +301,12 @@ def ulimits_systemd_lines(conf: dict, nr_open: object) -> list[str]:
 
 
 def ulimits_systemctl_show(text: object) -> dict[str, str]:
-    """{"DefaultLimitNOFILE": "524288", ...} from `systemctl show -p ...`; RLIM_INFINITY
-    printed as a number becomes infinity."""
-    shown = {}
-    for line in str(text).splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.startswith("DefaultLimit"):
-            value = value.strip()
-            shown[key.strip()] = "infinity" if value == str(RLIM_INFINITY) else value
-    return shown
+    """{"DefaultLimitNOFILE": "524288", ...} from `systemctl show -p ...`; no limit (infinity,
+    or RLIM_INFINITY printed as a number) is "infinity"."""
+    shown = limits_text.parse_systemctl_show(str(text), RLIM_INFINITY)
+    return {
+        key: "infinity" if value == RLIM_INFINITY else str(value) for key, value in shown.items()
+    }
 
 
 class FilterModule:

@@ -81,3 +81,23 @@ def pam_modules(service, read, wanted="session", _seen=()):
 def module_name(module):
     """pam_limits.so for /lib/x86_64-linux-gnu/security/pam_limits.so or pam_limits.so."""
     return module.module.rsplit("/", 1)[-1]
+
+
+RLIM_INFINITY = 2**64 - 1
+
+
+def parse_systemctl_show(text, unlimited):
+    """{"DefaultLimitNOFILE": 524288, ...} from `systemctl show -p DefaultLimit...` output;
+    infinity (or RLIM_INFINITY printed as a number) becomes `unlimited`; other values are
+    left out."""
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        value = value.strip()
+        if not sep or not key.startswith("DefaultLimit"):
+            continue
+        if value in ("infinity", str(RLIM_INFINITY)):
+            values[key.strip()] = unlimited
+        elif value.isdigit():
+            values[key.strip()] = int(value)
+    return values

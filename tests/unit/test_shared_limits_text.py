@@ -1,7 +1,7 @@
-"""One reading of /proc/<pid>/limits and of PAM session stacks (plugins/module_utils/
-limits_text.py): the ulimits role's filters (validation of the hard ceiling, the pam_limits
-state) and hostcheck's ulimits check get the same values from the same text, each with its own
-spelling of "unlimited"."""
+"""One reading of /proc/<pid>/limits, PAM session stacks and `systemctl show`
+(plugins/module_utils/limits_text.py): the ulimits role's filters (the hard ceiling, the
+pam_limits state, the systemd defaults) and hostcheck's ulimits check get the same values from
+the same text, each with its own spelling of "unlimited"."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import math
 
 from hostcheck import limits as lim
 from hostcheck.units import UNLIMITED
-from plugins.filter.ulimits import RLIM_INFINITY, ulimits_pam_limits, ulimits_proc_limits
+from plugins.filter.ulimits import (
+    RLIM_INFINITY,
+    ulimits_pam_limits,
+    ulimits_proc_limits,
+    ulimits_systemctl_show,
+)
 
 PROC = """\
 Limit                     Soft Limit           Hard Limit           Units
@@ -59,3 +64,23 @@ def test_the_role_and_hostcheck_see_the_same_pam_stacks():
         assert (role[service] == "present") == (found is not None), service
     found = lim.uses_pam_limits(lim.pam_modules("sshd", PAM.get))
     assert (found.service, found.lineno, found.control) == ("common-session", 2, "required")
+
+
+def test_the_role_and_hostcheck_read_systemctl_show_alike():
+    shown = (
+        "DefaultLimitNOFILE=20000\nDefaultLimitNOFILESoft=16384\n"
+        f"DefaultLimitMEMLOCK={RLIM_INFINITY}\nDefaultLimitNPROCSoft=infinity\n"
+        "DefaultLimitCORE=\nDefaultTimeoutStartUSec=1min 30s\n"
+    )
+    assert ulimits_systemctl_show(shown) == {
+        "DefaultLimitNOFILE": "20000",
+        "DefaultLimitNOFILESoft": "16384",
+        "DefaultLimitMEMLOCK": "infinity",
+        "DefaultLimitNPROCSoft": "infinity",
+    }
+    assert lim.parse_systemctl_show(shown) == {
+        "DefaultLimitNOFILE": 20000,
+        "DefaultLimitNOFILESoft": 16384,
+        "DefaultLimitMEMLOCK": UNLIMITED,
+        "DefaultLimitNPROCSoft": UNLIMITED,
+    }
