@@ -27,6 +27,7 @@ FIX = "run: ansible-playbook site.yml --tags pillow_simd"
 FIX_SIMD = f"set pillow_simd_enabled: true (role pillow_simd) and {FIX}"
 FIX_AVX2 = f"set pillow_simd_avx2: true (role pillow_simd) to rebuild with -mavx2 and {FIX}"
 FIX_NO_AVX2 = f"set pillow_simd_avx2: false (role pillow_simd): this CPU has no AVX2; {FIX}"
+FIX_LIBRARIES = "pip install 'hostcheck[node]' (capstone, pyelftools) in this venv"
 FIX_TWO = (
     f"pip uninstall -y pillow pillow-simd in the training venv, then {FIX} "
     "(pillow_simd_enabled reinstalls pillow-simd alone)"
@@ -45,7 +46,7 @@ SCHEMA = c.obj(
         "require_libjpeg_turbo": {"type": "boolean"},
         "require_avx2": {"type": "boolean"},
         "avx2_min_instructions": c.POSITIVE_INT,
-        "use_objdump": {"type": "boolean"},
+        "count_avx2": {"type": "boolean"},
         "benchmark_seconds": c.NON_NEGATIVE,
         "benchmark_filter": {"enum": list(FILTERS)},
         "min_resize_per_s": c.nullable(c.NON_NEGATIVE),
@@ -212,7 +213,7 @@ def cpu_flags(cpuinfo: str) -> set[str] | None:
 class Avx2Scan:
     counts: dict[str, int]
     method: str  # the `source` text
-    machine: int | None = None
+    machine: str | None = None  # EM_X86_64 ...
     error: str | None = None
 
     @property
@@ -220,30 +221,23 @@ class Avx2Scan:
         return sum(self.counts.values())
 
 
-def scan_build(system: System, path: str, use_objdump: bool) -> Avx2Scan:
-    """AVX2 ymm integer instructions in the extension: objdump when present, else bytes."""
+def scan_build(system: System, path: str) -> Avx2Scan:
+    """AVX2 ymm integer instructions in the extension, counted by disassembling it."""
     try:
         data = system.path(path).read_bytes()
     except OSError as exc:
         return Avx2Scan({}, f"read {path}", error=f"cannot read: {exc.strerror}")
     try:
         elf = simdscan.elf_code(data)
+        if elf.machine != simdscan.X86_64:
+            return Avx2Scan({}, f"ELF headers of {path}", machine=elf.machine)
+        counts = simdscan.count_avx2(elf)
     except simdscan.ElfError as exc:
         return Avx2Scan({}, f"ELF headers of {path}", error=str(exc))
-    if elf.machine != simdscan.EM_X86_64:
-        return Avx2Scan({}, f"ELF headers of {path}", machine=elf.machine)
-    if use_objdump and system.which("objdump"):
-        argv = ("objdump", "-d", "--no-show-raw-insn", path)
-        done = system.run(argv, timeout=120)
-        if done is not None and done.returncode == 0:
-            counts = simdscan.count_objdump(done.stdout)
-            return Avx2Scan(dict(counts), " ".join(argv), machine=elf.machine)
+    except simdscan.MissingLibrary as exc:
+        return Avx2Scan({}, f"disassemble {path}", error=f"{exc}: {FIX_LIBRARIES}")
     names = "+".join(name for name, _, _ in elf.sections)
-    size = sum(s for _, _, s in elf.sections)
-    counts = simdscan.scan_vex(elf.code(data))
-    method = f"VEX byte scan of {names} ({size} bytes) of {path} (no objdump)"
-    if not use_objdump:
-        method = method.replace("(no objdump)", "(use_objdump: false)")
+    method = f"capstone disassembly of {names} ({elf.size} bytes) of {path}"
     return Avx2Scan(dict(counts), method, machine=elf.machine)
 
 
@@ -262,7 +256,10 @@ def avx2_findings(cfg: dict, system: System, info: PilInfo) -> tuple[list[Findin
     if not info.imaging_path:
         build = Finding("avx2 build", Status.SKIP, None, display="no _imaging extension found")
         return [build, cpu], data
-    scan = scan_build(system, info.imaging_path, cfg["use_objdump"])
+    if not (cfg["count_avx2"] or cfg["require_avx2"]):
+        build = Finding("avx2 build", Status.SKIP, None, display="not counted (count_avx2: false)")
+        return [build, cpu], data
+    scan = scan_build(system, info.imaging_path)
     data.update(
         avx2_method=scan.method,
         avx2_instructions=scan.total,
@@ -271,9 +268,11 @@ def avx2_findings(cfg: dict, system: System, info: PilInfo) -> tuple[list[Findin
     )
     need = cfg["avx2_min_instructions"]
     expected = f">= {need} AVX2 ymm integer instructions" if cfg["require_avx2"] else None
-    if scan.error or scan.machine != simdscan.EM_X86_64:
+    if scan.error or scan.machine != simdscan.X86_64:
         reason = scan.error or f"not an x86-64 build (ELF machine {scan.machine})"
-        build = Finding("avx2 build", Status.SKIP, None, expected, reason, scan.method)
+        # a build that must be proven and cannot be: not assessed, never a silent skip
+        status = Status.ERROR if scan.error and cfg["require_avx2"] else Status.SKIP
+        build = Finding("avx2 build", status, None, expected, reason, scan.method)
         return [build, cpu], data
     uses = scan.total >= need
     data["avx2_build"] = uses
@@ -462,8 +461,9 @@ SPEC = CheckSpec(
         "tell whose files are on disk: pillow or pillow-simd, and whether both claim PIL, "
         "as when torchvision pulls stock Pillow back over pillow-simd), whether JPEG goes "
         "through libjpeg-turbo, whether the _imaging extension uses AVX2 (integer "
-        "instructions on ymm registers, counted with objdump -d or a scan of the ELF code "
-        "bytes) and whether the CPU has it, and, for benchmark_seconds, how many images "
+        "instructions on ymm registers, counted by disassembling its code with capstone, "
+        "the same way on every host) and whether the CPU has it, and, for "
+        "benchmark_seconds, how many images "
         "per second one thread resizes and decodes. DataLoader workers spend much of their "
         "time in PIL decode and resize; Pillow-SIMD built with AVX2 resizes several times "
         "faster than stock Pillow, while JPEG decode is no faster (both use libjpeg-turbo), "

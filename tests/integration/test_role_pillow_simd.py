@@ -10,13 +10,16 @@ after the first reuses the converged fleet."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from hostcheck import simdscan
 from tests.integration.ansible import run_playbook
 from tests.sandbox.fleet import CHECKOUT
 
@@ -158,6 +161,15 @@ def test_converges_with_one_build_per_cache_key(fleet, hosts, cache, converged):
     assert keys[1].startswith("debian-12-x86_64-cp311-sse4-")
     for key in keys:
         assert sorted(p.suffix for p in (cache / key).iterdir()) == [".json", ".whl"]
+        # the role counted AVX2 with objdump where it built; hostcheck disassembles with
+        # capstone on every host: the same count
+        record = json.loads(next((cache / key).glob("*.json")).read_text())
+        with zipfile.ZipFile(next((cache / key).glob("*.whl"))) as wheel:
+            (imaging,) = [
+                n for n in wheel.namelist() if re.match(r"PIL/_imaging\.cpython-.*\.so$", n)
+            ]
+            counted = simdscan.count_avx2(simdscan.elf_code(wheel.read(imaging)))
+        assert sum(counted.values()) == record["avx2_instructions"], key
 
     records = {}
     for name, host in hosts.items():
