@@ -130,47 +130,6 @@ def test_installs_runs_keeps_the_report_and_second_run_changes_nothing(fleet, co
     assert read_json(fleet, host, REPORT)["started_at"] >= report["started_at"]
 
 
-def checks_of(report: dict) -> dict[str, dict]:
-    return {check["id"]: check for check in report["checks"]}
-
-
-def test_a_no_op_run_keeps_the_measurements_and_a_drifted_host_is_measured_and_failed(
-    fleet, converged, fast
-):
-    (host,) = fleet.hosts()
-    # a bare host has no PIL, so the loop's samples are calibrated CPU work instead of JPEGs
-    busy = merged(fast, {"hostcheck_config": {"checks": {"loop": {"sample": "busy"}}}})
-    first = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
-    assert first.returncode == 0, first.stderr
-    report = read_json(fleet, host, REPORT)
-    measured = checks_of(report)["loop"]
-    assert measured["status"] in ("pass", "warn") and measured["duration_s"] > 0, measured
-    assert "measured_at" not in measured["data"]  # the config changed: measured
-
-    second = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
-    assert second.returncode == 0, second.stderr
-    assert second.changed(host.name) == 0, second.changed_tasks(host.name)
-    kept = checks_of(read_json(fleet, host, REPORT))["loop"]
-    assert kept["data"]["measured_at"] == report["started_at"]
-    assert kept["status"] == measured["status"] and kept["duration_s"] == 0
-    assert kept["findings"] == measured["findings"]
-
-    size = fleet.ssh(host, "df -B1 --output=size /dev/shm | tail -1").stdout.strip()
-    # drift: /dev/shm remounted under the 32 MiB hostcheck_config asks for
-    assert fleet.ssh(host, "mount -o remount,size=16M /dev/shm").returncode == 0
-    try:
-        drifted = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
-        report = read_json(fleet, host, REPORT)
-    finally:
-        fleet.ssh(host, f"mount -o remount,size={size} /dev/shm")
-    assert drifted.returncode != 0 and drifted.failed_hosts() == [host.name]
-    (message,) = drifted.messages(host.name)
-    assert "- shm [fail]: " in message
-    loop = checks_of(report)["loop"]
-    assert "measured_at" not in loop["data"] and loop["duration_s"] > 0  # measured again
-    assert run_playbook(fleet, PLAYBOOK, extra_vars=fast).returncode == 0  # the module's config
-
-
 def test_check_mode_on_a_converged_host_runs_hostcheck_and_writes_nothing(fleet, converged, fast):
     (host,) = fleet.hosts()
     before = state(fleet, host)
@@ -302,3 +261,46 @@ def test_bad_input_fails_before_any_change(fleet, converged, fast, variables, me
     assert message in text
     assert run.changed(host.name) == 0
     assert state(fleet, host) == before
+
+
+def checks_of(report: dict) -> dict[str, dict]:
+    return {check["id"]: check for check in report["checks"]}
+
+
+# Last in the module: it leaves its own hostcheck_config on the host.
+def test_a_no_op_run_keeps_the_measurements_and_a_drifted_host_is_measured_and_failed(
+    fleet, converged, fast
+):
+    (host,) = fleet.hosts()
+    # a bare host has no PIL, so the loop's samples are calibrated CPU work instead of JPEGs
+    busy = merged(
+        fast, {"hostcheck_config": {"checks": {"loop": {"sample": "busy", "seconds": 1}}}}
+    )
+    first = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
+    assert first.returncode == 0, first.stderr
+    report = read_json(fleet, host, REPORT)
+    measured = checks_of(report)["loop"]
+    assert measured["status"] in ("pass", "warn") and measured["duration_s"] > 0, measured
+    assert "measured_at" not in measured["data"]  # the config changed: measured
+
+    second = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
+    assert second.returncode == 0, second.stderr
+    assert second.changed(host.name) == 0, second.changed_tasks(host.name)
+    kept = checks_of(read_json(fleet, host, REPORT))["loop"]
+    assert kept["data"]["measured_at"] == report["started_at"]
+    assert kept["status"] == measured["status"] and kept["duration_s"] == 0
+    assert kept["findings"] == measured["findings"]
+
+    size = fleet.ssh(host, "df -B1 --output=size /dev/shm | tail -1").stdout.strip()
+    # drift: /dev/shm remounted under the 32 MiB hostcheck_config asks for
+    assert fleet.ssh(host, "mount -o remount,size=16M /dev/shm").returncode == 0
+    try:
+        drifted = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
+        report = read_json(fleet, host, REPORT)
+    finally:
+        fleet.ssh(host, f"mount -o remount,size={size} /dev/shm")
+    assert drifted.returncode != 0 and drifted.failed_hosts() == [host.name]
+    (message,) = drifted.messages(host.name)
+    assert "- shm [fail]: " in message
+    loop = checks_of(report)["loop"]
+    assert "measured_at" not in loop["data"] and loop["duration_s"] > 0  # measured again

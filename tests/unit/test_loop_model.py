@@ -6,8 +6,10 @@ max(0, 1 - s*w / (c*b)) of step time; num_workers 0: 1 / (c*b + s). The points f
 cores (at most two busy workers; the step is a sleep) and make c*b large against the
 ~1.5 ms a batch's hand-over from a worker costs here, which the model leaves out.
 
-Each point runs in its own session (see loop_point.py) and gets three tries: this machine is
-shared, and a try spoiled by other processes shows as time the workers waited for a CPU.
+Each point runs in its own session (see loop_point.py) and gets up to five tries: this
+machine is shared, and a try spoiled by other processes shows as time the workers waited for
+a CPU. A point off the model in a try that was not spoiled fails the test; a point whose every
+try was spoiled could not be measured, and the test skips saying so.
 """
 
 from __future__ import annotations
@@ -17,10 +19,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hostcheck.loop import theory
 
 HERE = Path(__file__).parent
 TOLERANCE = 0.15
+TRIES = 5
+# a try whose workers waited this many cores' worth of time for a CPU measured the machine's
+# other load, not the loop
+SPOILED_CPU_WAIT = 0.25
 
 # (cost s, batch, workers, step s, prefetcher)
 POINTS = [
@@ -80,22 +88,34 @@ def judge(point: tuple, result: dict) -> tuple[bool, str]:
     )
 
 
+def spoiled(result: dict) -> bool:
+    return (result.get("worker_cpu_wait_cores") or 0) > SPOILED_CPU_WAIT
+
+
 def test_throughput_and_data_wait_follow_the_arithmetic():
     """All points in one process (one torch import); a point off by more than 15 % is
-    measured again, up to three tries in all."""
+    measured again, up to five tries in all."""
     pending = list(POINTS)
     tries: dict[tuple, list[str]] = {p: [] for p in POINTS}
-    for _ in range(3):
+    clean: dict[tuple, int] = {p: 0 for p in POINTS}  # tries not spoiled by other load
+    for _ in range(TRIES):
         results = run_points([settings_for(*p) for p in pending])
         still = []
         for point, result in zip(pending, results):
             ok, line = judge(point, result)
             tries[point].append(line)
+            clean[point] += not spoiled(result)
             if not ok:
                 still.append(point)
         pending = still
         if not pending:
             break
-    assert not pending, "measured vs model:\n" + "\n".join(
-        line for point in pending for line in tries[point]
+    failed = [point for point in pending if clean[point]]
+    assert not failed, "measured vs model:\n" + "\n".join(
+        line for point in failed for line in tries[point]
     )
+    if pending:
+        pytest.skip(
+            f"other load kept the workers from a CPU (over {SPOILED_CPU_WAIT} cores) in every "
+            f"try of {len(pending)} point(s): " + "; ".join(tries[pending[0]])
+        )
