@@ -8,6 +8,8 @@ checks declare; an error names the file (or `--set`) and the key, and stops the 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from hostcheck import units
@@ -27,35 +28,24 @@ class ConfigError(Exception):
     """A profile, config file or option is wrong; the message names where and which key."""
 
 
-FORMAT_CHECKER = jsonschema.FormatChecker()
+# The value formats of the schema, each read by the parser the checks use.
+FORMAT_PARSERS = {
+    "size": units.parse_size,
+    "size-or-percent": units.parse_size_spec,
+    "limit": units.parse_limit,
+    "size-or-unlimited": units.parse_size_or_unlimited,
+}
 
 
-@FORMAT_CHECKER.checks("size", raises=ValueError)
-def _is_size(value: object) -> bool:
-    if value is not None:
-        units.parse_size(value)
-    return True
+def _format_checker() -> Any:
+    import jsonschema
 
-
-@FORMAT_CHECKER.checks("size-or-percent", raises=ValueError)
-def _is_size_or_percent(value: object) -> bool:
-    if value is not None:
-        units.parse_size_spec(value)
-    return True
-
-
-@FORMAT_CHECKER.checks("limit", raises=ValueError)
-def _is_limit(value: object) -> bool:
-    if value is not None:
-        units.parse_limit(value)
-    return True
-
-
-@FORMAT_CHECKER.checks("size-or-unlimited", raises=ValueError)
-def _is_size_or_unlimited(value: object) -> bool:
-    if value is not None:
-        units.parse_size_or_unlimited(value)
-    return True
+    checker = jsonschema.FormatChecker()
+    for name, parse in FORMAT_PARSERS.items():
+        checker.checks(name, raises=ValueError)(
+            lambda value, parse=parse: value is None or parse(value) is not False
+        )
+    return checker
 
 
 # Schema fragments for check sections.
@@ -105,17 +95,17 @@ def build_schema(
     )
 
 
-def _require_all(schema: Any) -> Any:
+def require_all(schema: Any) -> Any:
     """A copy of the schema in which every declared property is required."""
     if isinstance(schema, dict):
-        result = {key: _require_all(value) for key, value in schema.items()}
+        result = {key: require_all(value) for key, value in schema.items()}
         if "properties" in schema and schema.get("type") == "object":
             result["required"] = [
                 k for k in schema["properties"] if k not in ("extends", "description")
             ]
         return result
     if isinstance(schema, list):
-        return [_require_all(item) for item in schema]
+        return [require_all(item) for item in schema]
     return schema
 
 
@@ -124,7 +114,8 @@ def _key_path(path: Iterable[Any]) -> str:
     return ".".join(parts) or "(top level)"
 
 
-def _describe(error: jsonschema.ValidationError, origin: str) -> str:
+def _describe(error: Any, origin: str) -> str:
+    """One line for a jsonschema.ValidationError."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
@@ -135,12 +126,7 @@ def _describe(error: jsonschema.ValidationError, origin: str) -> str:
         missing = [k for k in error.validator_value if k not in error.instance]
         return f"{origin}: {_key_path([*path, missing[0]])}: missing"
     if error.validator == "format":
-        parser = {
-            "size": units.parse_size,
-            "size-or-percent": units.parse_size_spec,
-            "limit": units.parse_limit,
-            "size-or-unlimited": units.parse_size_or_unlimited,
-        }[error.validator_value]
+        parser = FORMAT_PARSERS[error.validator_value]
         try:
             parser(error.instance)
             reason = error.message
@@ -150,11 +136,54 @@ def _describe(error: jsonschema.ValidationError, origin: str) -> str:
     return f"{origin}: {_key_path(path)}: {error.message}"
 
 
+def schema_digest(schema: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+
+
+def _formats_hold(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Every value under a `format` parses (the compiled validators leave formats out)."""
+    fmt = schema.get("format")
+    if fmt is not None and value is not None:
+        try:
+            FORMAT_PARSERS[fmt](value)
+        except ValueError:
+            return False
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        if not all(_formats_hold(v, properties[k]) for k, v in value.items() if k in properties):
+            return False
+    if value is not None:
+        return all(_formats_hold(value, option) for option in schema.get("anyOf", ()))
+    return True
+
+
+def _passes_compiled(document: dict, schema: Mapping[str, Any], complete: bool) -> bool:
+    """True when the compiled profile schema accepts the document; False when it rejects
+    it, or `schema` is another schema (jsonschema decides then, and says why)."""
+    from hostcheck.compiled import digest
+
+    if schema_digest(schema) != digest.SCHEMA_DIGEST:
+        return False
+    if complete:
+        from hostcheck.compiled.complete import validate as compiled
+    else:
+        from hostcheck.compiled.layer import validate as compiled
+    try:
+        compiled(document)
+    except ValueError:
+        return False
+    return _formats_hold(document, schema)
+
+
 def validate(document: Any, schema: dict, origin: str, complete: bool = False) -> None:
     if not isinstance(document, dict):
         raise ConfigError(f"{origin}: expected a mapping of keys at the top level")
+    if _passes_compiled(document, schema, complete):
+        return
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(
-        _require_all(schema) if complete else schema, format_checker=FORMAT_CHECKER
+        require_all(schema) if complete else schema, format_checker=_format_checker()
     )
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
@@ -171,9 +200,13 @@ def merge(base: dict, override: Mapping[str, Any]) -> dict:
     return result
 
 
+# libyaml's parser where PyYAML was built with it (its wheels are): several times faster
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _load_yaml(text: str, origin: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

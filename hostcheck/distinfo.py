@@ -123,10 +123,10 @@ def installed_dists(
     for entry in system.listdir(site_dir):
         directory = posixpath.join(site_dir, entry)
         if entry.endswith(".dist-info"):
-            meta = system.read(posixpath.join(directory, "METADATA"))
             record = system.read(posixpath.join(directory, "RECORD")) or ""
             if package is not None and f"{package}/" not in record:
                 continue
+            meta = system.read(posixpath.join(directory, "METADATA"))
             entries = tuple(parse_record(record))
             top = ()
         elif entry.endswith(".egg-info"):

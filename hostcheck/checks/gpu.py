@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib.metadata
+import os
 import re
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -171,6 +173,26 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _site_dists(paths: list[str]) -> tuple[Any, Any]:
+    """torch's and cuDNN's distributions in these site folders, found by the names of their
+    .dist-info folders (name-version, normalized), so no other metadata is parsed."""
+    torch = cudnn = None
+    for site in paths:
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.endswith(".dist-info"):
+                continue
+            name = _normalize(entry[: -len(".dist-info")].rsplit("-", 1)[0])
+            if name == "torch" and torch is None:
+                torch = importlib.metadata.PathDistribution(Path(site, entry))
+            elif _CUDNN.match(name) and cudnn is None:
+                cudnn = importlib.metadata.PathDistribution(Path(site, entry))
+    return torch, cudnn
+
+
 def read_torch(system: System, venv: str | None) -> TorchInfo:
     """torch's version and CUDA build from its distribution files, and cuDNN's wheel."""
     if venv:
@@ -178,17 +200,10 @@ def read_torch(system: System, venv: str | None) -> TorchInfo:
         sites = system.glob(f"{venv.rstrip('/')}/lib/python3*/site-packages")
         if not sites:
             return TorchInfo(where, problem=f"no lib/python3*/site-packages under {venv}")
-        dists = importlib.metadata.distributions(path=[str(system.path(s)) for s in sites])
+        torch, cudnn = _site_dists([str(system.path(s)) for s in sites])
     else:
         where = "the Python running hostcheck"
-        dists = importlib.metadata.distributions()
-    torch = cudnn = None
-    for dist in dists:
-        name = _normalize(dist.metadata.get("Name") or "")
-        if name == "torch" and torch is None:
-            torch = dist
-        elif _CUDNN.match(name) and cudnn is None:
-            cudnn = dist
+        torch, cudnn = _site_dists([p for p in sys.path if p and os.path.isdir(p)])
     info = TorchInfo(where)
     if cudnn is not None:
         info.cudnn = cudnn.version
