@@ -6,6 +6,7 @@ the same text, each with its own spelling of "unlimited"."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from hostcheck import limits as lim
 from hostcheck.units import UNLIMITED
@@ -84,3 +85,12 @@ def test_the_role_and_hostcheck_read_systemctl_show_alike():
         "DefaultLimitMEMLOCK": UNLIMITED,
         "DefaultLimitNPROCSoft": UNLIMITED,
     }
+
+
+def test_one_file_serves_both():
+    from hostcheck._shared import limits_text as packaged
+
+    from plugins.filter import ulimits as role_filters
+
+    assert Path(role_filters.limits_text.__file__).resolve() == Path(packaged.__file__).resolve()
+    assert lim.shared_limits is packaged
