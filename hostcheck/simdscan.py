@@ -8,7 +8,7 @@ x86-64 build (stock Pillow wheels) has none.
 They are counted one way on every host: pyelftools finds the executable sections of the
 ELF file and the capstone disassembler decodes them (bytes it cannot decode, such as data
 between functions, are stepped over), so the same binary gives the same count wherever it
-is checked. Both libraries come with `hostcheck[node]`.
+is checked. Both libraries are hostcheck's dependencies.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ FIX = "run: ansible-playbook site.yml --tags pillow_simd"
 FIX_SIMD = f"set pillow_simd_enabled: true (role pillow_simd) and {FIX}"
 FIX_AVX2 = f"set pillow_simd_avx2: true (role pillow_simd) to rebuild with -mavx2 and {FIX}"
 FIX_NO_AVX2 = f"set pillow_simd_avx2: false (role pillow_simd): this CPU has no AVX2; {FIX}"
-FIX_LIBRARIES = "pip install 'hostcheck[node]' (capstone, pyelftools) in this venv"
+FIX_LIBRARIES = "pip install capstone pyelftools (hostcheck's dependencies) in this venv"
 FIX_TWO = (
     f"pip uninstall -y pillow pillow-simd in the training venv, then {FIX} "
     "(pillow_simd_enabled reinstalls pillow-simd alone)"
