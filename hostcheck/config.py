@@ -37,14 +37,22 @@ FORMAT_PARSERS = {
 }
 
 
+def _parses(value: Any, fmt: str) -> bool:
+    """Whether a value of this format reads (None stands for "not set" everywhere)."""
+    try:
+        if value is not None:
+            FORMAT_PARSERS[fmt](value)
+    except ValueError:
+        return False
+    return True
+
+
 def _format_checker() -> Any:
     import jsonschema
 
     checker = jsonschema.FormatChecker()
-    for name, parse in FORMAT_PARSERS.items():
-        checker.checks(name, raises=ValueError)(
-            lambda value, parse=parse: value is None or parse(value) is not False
-        )
+    for name in FORMAT_PARSERS:
+        checker.checks(name)(lambda value, name=name: _parses(value, name))
     return checker
 
 
@@ -143,11 +151,8 @@ def schema_digest(schema: Mapping[str, Any]) -> str:
 def _formats_hold(value: Any, schema: Mapping[str, Any]) -> bool:
     """Every value under a `format` parses (the compiled validators leave formats out)."""
     fmt = schema.get("format")
-    if fmt is not None and value is not None:
-        try:
-            FORMAT_PARSERS[fmt](value)
-        except ValueError:
-            return False
+    if fmt is not None and not _parses(value, fmt):
+        return False
     if isinstance(value, dict):
         properties = schema.get("properties", {})
         if not all(_formats_hold(v, properties[k]) for k, v in value.items() if k in properties):

@@ -45,6 +45,11 @@ class Finding:
         data["status"] = self.status.value
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Finding:
+        """The finding a report recorded (to_dict's output)."""
+        return cls(**{**data, "status": Status(data["status"])})
+
 
 @dataclass
 class CheckResult:
@@ -93,6 +98,20 @@ class CheckResult:
     @classmethod
     def skipped(cls, check_id: str, reason: str, data: dict | None = None) -> CheckResult:
         return cls(id=check_id, status=Status.SKIP, summary=reason, data=data or {})
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckResult:
+        """The result a report recorded (to_dict's output)."""
+        return cls(
+            id=data["id"],
+            status=Status(data["status"]),
+            summary=data["summary"],
+            expected=data["expected"],
+            remedy=data["remedy"],
+            findings=[Finding.from_dict(f) for f in data["findings"]],
+            data=dict(data["data"]),
+            duration_s=data["duration_s"],
+        )
 
     def to_dict(self) -> dict:
         return {

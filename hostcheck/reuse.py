@@ -24,7 +24,7 @@ from hostcheck.fleet.drift import compare_hosts
 from hostcheck.fleet.entry import HostEntry
 from hostcheck.fleet.extract import Unusable, comparable, from_report
 from hostcheck.fleet.settings import FleetSettings
-from hostcheck.model import CheckResult, Finding, Status
+from hostcheck.model import CheckResult
 from hostcheck.runner import RunOutcome, outcome_of, run_checks
 from hostcheck.system import System
 
@@ -139,34 +139,13 @@ def read_earlier(path: str) -> tuple[dict | None, str]:
 
 
 def _kept_result(check: dict, measured_at: str) -> CheckResult:
-    findings = [
-        Finding(
-            name=f["name"],
-            status=Status(f["status"]),
-            measured=f.get("measured"),
-            expected=f.get("expected"),
-            display=f.get("display", ""),
-            source=f.get("source", ""),
-            remedy=f.get("remedy", ""),
-        )
-        for f in check.get("findings", [])
-    ]
-    data = dict(check.get("data") or {})
-    data["measured_at"] = measured_at
-    summary = check.get("summary", "")
+    result = CheckResult.from_dict(check)
+    result.data["measured_at"] = measured_at
     note = f"(measured {measured_at}, nothing it depends on changed since)"
-    if not summary.endswith(note):
-        summary = f"{summary} {note}".strip()
-    return CheckResult(
-        id=check["id"],
-        status=Status(check["status"]),
-        summary=summary,
-        expected=check.get("expected", ""),
-        remedy=check.get("remedy", ""),
-        findings=findings,
-        data=data,
-        duration_s=0.0,
-    )
+    if not result.summary.endswith(note):
+        result.summary = f"{result.summary} {note}".strip()
+    result.duration_s = 0.0
+    return result
 
 
 def run_reusing(
