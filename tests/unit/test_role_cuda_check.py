@@ -570,6 +570,7 @@ def test_the_role_only_reads():
         "ansible.builtin.setup",
         "ansible.builtin.stat",
         "ansible.builtin.import_tasks",
+        "ansible.builtin.include_tasks",
         "ansible.builtin.script",
     }
     tasks = []

@@ -1,0 +1,83 @@
+#!/usr/bin/python
+# ruff: noqa: E402  (an Ansible module: its documentation comes before its imports)
+"""Which OS packages are not installed yet, from the package database alone (no apt or dnf)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: os_packages_missing
+short_description: Say which of some OS packages are not installed, change nothing
+description:
+  - Asks the package database (dpkg-query, or rpm for dnf and yum hosts) and nothing else, so
+    it costs a fraction of an apt or dnf task; roles install only when something is missing.
+  - On rpm hosts a name counts as installed when an installed package provides it (so
+    C(python3-devel) or C(gcc-c++) as dnf would resolve them).
+options:
+  names:
+    description: Package names as the role would give them to apt or dnf.
+    type: list
+    elements: str
+    required: true
+  manager:
+    description: The host's package manager (Ansible's C(ansible_facts.pkg_mgr)).
+    type: str
+    required: true
+    choices: [apt, dnf, dnf5, yum]
+author: hostcheck
+"""
+
+RETURN = r"""
+missing:
+  description: The names that are not installed, in the order given.
+  type: list
+  returned: always
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def installed_by_dpkg(output: str) -> set[str]:
+    """Lines of `dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n'`: the second letter of
+    the status is the package's state, "i" when it is installed."""
+    found = set()
+    for line in output.splitlines():
+        name, _, status = line.partition(" ")
+        if len(status) >= 2 and status[1] == "i":
+            found.add(name)
+    return found
+
+
+def missing_by_rpm(output: str) -> set[str]:
+    """`rpm -q --whatprovides` says "no package provides NAME" for each name nothing provides."""
+    prefix = "no package provides "
+    return {line[len(prefix) :].strip() for line in output.splitlines() if line.startswith(prefix)}
+
+
+def missing(module: AnsibleModule, names: list[str], manager: str) -> list[str]:
+    if not names:
+        return []
+    if manager == "apt":
+        _, out, _ = module.run_command(
+            ["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", "--", *names]
+        )
+        installed = installed_by_dpkg(out)
+        return [name for name in names if name.split(":", 1)[0] not in installed]
+    _, out, err = module.run_command(["rpm", "-q", "--whatprovides", "--", *names])
+    absent = missing_by_rpm(out + err)
+    return [name for name in names if name in absent]
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "names": {"type": "list", "elements": "str", "required": True},
+            "manager": {"type": "str", "required": True, "choices": ["apt", "dnf", "dnf5", "yum"]},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    module.exit_json(changed=False, missing=missing(module, params["names"], params["manager"]))
+
+
+if __name__ == "__main__":
+    main()
