@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""The no-op converge: site.yml on sandbox fleets that are already provisioned, with its cost
+per host, and what that makes of a 1,000-host fleet.
+
+    sudo .venv/bin/python benchmarks/noop_converge.py [--sizes 1 8 32] [--against REF]
+
+Each fleet is fresh and provisioned once by site.yml (not counted). Then site.yml runs again
+--repeats times, changing nothing; for each run: wall time, the controller's CPU time
+(ansible-playbook and its ssh clients) per host, and tasks per host (ok + skipped, from the
+json callback). The best run counts. With --against REF the roles of git revision REF (a
+worktree under .cache/bench/) run on the same fleet in turn with this checkout's, so the ratio
+is measured side by side.
+
+The projection to --project hosts at --forks: the linear strategy runs each task on every
+host, --forks at a time, so one task takes ceil(hosts / forks) rounds of the 1-host latency
+per task; the controller needs (CPU per host x hosts) / wall cores to keep up with that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests import collection_link
+from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT_CONTROLLER, Controller, run_playbook
+from tests.sandbox import oskinds
+from tests.sandbox.fleet import CHECKOUT, Fleet
+
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float  # controller CPU seconds, ansible-playbook and its children
+    tasks: float  # per host
+    changed: int
+    returncode: int
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def converge(fleet: Fleet, controller: Controller, forks: int) -> Run:
+    cpu, start = children_cpu(), time.monotonic()
+    run = run_playbook(fleet, "site.yml", controller=controller, forks=forks, timeout=7200)
+    wall, cpu = time.monotonic() - start, children_cpu() - cpu
+    stats = run.stats.values()
+    tasks = sum(s["ok"] + s["skipped"] + s["failures"] for s in stats) / max(len(stats), 1)
+    changed = sum(s["changed"] for s in stats)
+    return Run(wall, cpu, tasks, changed, run.returncode)
+
+
+def row(size: int, name: str, run: Run) -> str:
+    return (
+        f"{size:5} {name:>10} {run.wall:7.1f} {run.cpu / size:11.2f} {run.tasks:11.0f} "
+        f"{run.changed:8}  {run.returncode}"
+    )
+
+
+def worktree(ref: str) -> Controller:
+    """REF's checkout beside this one, linked as the collection the way make does."""
+    folder = CHECKOUT / ".cache" / "bench" / ref.replace("/", "_")
+    if not folder.exists():
+        subprocess.run(["git", "-C", str(CHECKOUT), "worktree", "prune"], check=True)
+        subprocess.run(
+            ["git", "-C", str(CHECKOUT), "worktree", "add", "--detach", str(folder), ref],
+            check=True,
+            capture_output=True,
+        )
+    collection_link.ensure(folder)
+    return Controller(ANSIBLE_BIN, folder, {"ANSIBLE_CONFIG": str(folder / "ansible.cfg")})
+
+
+def project(one: Run, hosts: int, forks: int) -> list[str]:
+    latency = one.wall / one.tasks
+    rounds = math.ceil(hosts / forks)
+    wall = one.tasks * rounds * latency
+    cpu = one.cpu * hosts
+    return [
+        f"  1-host latency per task: {one.wall:.1f} s / {one.tasks:.0f} tasks = {latency:.3f} s",
+        f"  {hosts} hosts at forks {forks}: {one.tasks:.0f} tasks x ceil({hosts}/{forks}) = "
+        f"{rounds} rounds x {latency:.3f} s = {wall:.0f} s ({wall / 60:.1f} min) of wall time",
+        f"  controller CPU: {one.cpu:.1f} s per host x {hosts} = {cpu:.0f} s, "
+        f"so {cpu:.0f} / {wall:.0f} = {cpu / wall:.1f} cores to keep up",
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--os", default="debian12", help="OS kinds of the hosts, in turn")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--forks", type=int, default=50)
+    parser.add_argument("--project", type=int, default=1000, help="hosts to project to")
+    parser.add_argument("--against", metavar="REF", help="git revision to compare with")
+    args = parser.parse_args()
+    kinds = oskinds.parse(args.os)
+    controllers = {"this": CHECKOUT_CONTROLLER}
+    if args.against:
+        controllers[args.against] = worktree(args.against)
+    print(f"controller: {os.cpu_count()} cores; hosts: {args.os}; forks {args.forks}")
+    print(
+        f"{'hosts':>5} {'roles':>10} {'wall s':>7} {'CPU s/host':>11} {'tasks/host':>11} "
+        f"{'changed':>8}  exit",
+        flush=True,
+    )
+    best: dict[tuple[int, str], Run] = {}
+    for size in args.sizes:
+        fleet = Fleet(instance="bench-noop", os_kinds=kinds, log=lambda message: None)
+        try:
+            fleet.up(size)
+            first = converge(fleet, CHECKOUT_CONTROLLER, args.forks)
+            print(row(size, "(first)", first), flush=True)
+            for _ in range(args.repeats):
+                for name, controller in controllers.items():
+                    run = converge(fleet, controller, args.forks)
+                    print(row(size, name, run), flush=True)
+                    kept = best.get((size, name))
+                    if kept is None or run.wall < kept.wall:
+                        best[(size, name)] = run
+        finally:
+            fleet.down(quiet=True)
+    if args.against:
+        print(f"\nbest no-op run, this checkout / {args.against}:")
+        for size in args.sizes:
+            this, other = best[(size, "this")], best[(size, args.against)]
+            print(
+                f"  {size:3} hosts: wall {this.wall:.1f} / {other.wall:.1f} s = "
+                f"{this.wall / other.wall:.2f}; CPU per host {this.cpu / size:.2f} / "
+                f"{other.cpu / size:.2f} s = {this.cpu / other.cpu:.2f}; tasks per host "
+                f"{this.tasks:.0f} / {other.tasks:.0f}"
+            )
+    smallest = min(args.sizes)
+    one = best[(smallest, "this")]
+    one = Run(one.wall, one.cpu / smallest, one.tasks, one.changed, one.returncode)
+    print(f"\nprojection from the best {smallest}-host no-op run of this checkout:")
+    print("\n".join(project(one, args.project, args.forks)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
