@@ -81,17 +81,20 @@ def worktree(ref: str) -> Controller:
     return Controller(ANSIBLE_BIN, folder, {"ANSIBLE_CONFIG": str(folder / "ansible.cfg")})
 
 
-def project(one: Run, hosts: int, forks: int) -> list[str]:
+def project(one: Run, per_host_cpu: float, hosts: int, forks: int) -> list[str]:
+    """one: the best 1-host (smallest fleet) run; per_host_cpu: the controller CPU each further
+    host adds (the slope between the smallest and the largest fleet)."""
     latency = one.wall / one.tasks
     rounds = math.ceil(hosts / forks)
     wall = one.tasks * rounds * latency
-    cpu = one.cpu * hosts
+    fixed = max(one.cpu - per_host_cpu, 0.0)
+    cpu = fixed + per_host_cpu * hosts
     return [
         f"  1-host latency per task: {one.wall:.1f} s / {one.tasks:.0f} tasks = {latency:.3f} s",
         f"  {hosts} hosts at forks {forks}: {one.tasks:.0f} tasks x ceil({hosts}/{forks}) = "
         f"{rounds} rounds x {latency:.3f} s = {wall:.0f} s ({wall / 60:.1f} min) of wall time",
-        f"  controller CPU: {one.cpu:.1f} s per host x {hosts} = {cpu:.0f} s, "
-        f"so {cpu:.0f} / {wall:.0f} = {cpu / wall:.1f} cores to keep up",
+        f"  controller CPU: {fixed:.1f} s once + {per_host_cpu:.2f} s per host x {hosts} = "
+        f"{cpu:.0f} s, so {cpu:.0f} / {wall:.0f} = {cpu / wall:.1f} cores to keep up",
     ]
 
 
@@ -140,11 +143,13 @@ def main() -> int:
                 f"{other.cpu / size:.2f} s = {this.cpu / other.cpu:.2f}; tasks per host "
                 f"{this.tasks:.0f} / {other.tasks:.0f}"
             )
-    smallest = min(args.sizes)
-    one = best[(smallest, "this")]
-    one = Run(one.wall, one.cpu / smallest, one.tasks, one.changed, one.returncode)
-    print(f"\nprojection from the best {smallest}-host no-op run of this checkout:")
-    print("\n".join(project(one, args.project, args.forks)))
+    smallest, largest = min(args.sizes), max(args.sizes)
+    one, most = best[(smallest, "this")], best[(largest, "this")]
+    per_host = (most.cpu - one.cpu) / (largest - smallest) if largest > smallest else one.cpu
+    print(
+        f"\nprojection from the best no-op runs of this checkout on {smallest} and {largest} hosts:"
+    )
+    print("\n".join(project(one, per_host, args.project, args.forks)))
     return 0
 
 
