@@ -13,22 +13,8 @@ from tests import collection_link
 # (a namespace package, as Ansible loads them); the link makes that name importable here too.
 sys.path.insert(0, str(collection_link.ensure().parents[2]))
 
-# make test hands whole modules to its workers in collection order (--no-loadscope-reorder).
-# The OS matrix is the longest module by far: it starts first, so that no worker runs it alone
-# at the end; the others follow in pytest-xdist's own order (most tests first).
-STARTS_FIRST = "tests/integration/test_os_matrix.py"
 _START = time.time()
 _SPANS: dict[tuple[str, str], list[float]] = {}
-
-
-def pytest_collection_modifyitems(items) -> None:
-    def module(item) -> str:
-        return item.nodeid.split("::", 1)[0]
-
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[module(item)] = counts.get(module(item), 0) + 1
-    items.sort(key=lambda item: (module(item) != STARTS_FIRST, -counts[module(item)]))
 
 
 def pytest_runtest_logreport(report) -> None:
