@@ -11,53 +11,30 @@ json callback). The best run counts. With --against REF the roles of git revisio
 worktree under .cache/bench/) run on the same fleet in turn with this checkout's, so the ratio
 is measured side by side.
 
-The projection to --project hosts at --forks: the linear strategy runs each task on every
-host, --forks at a time, so one task takes ceil(hosts / forks) rounds of the 1-host latency
-per task; the controller needs (CPU per host x hosts) / wall cores to keep up with that.
+The projection to --project hosts at --forks is benchmarks/fleet_cost.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import resource
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.fleet_cost import Run, measured, per_host_cpu, project
 from tests import collection_link
 from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT_CONTROLLER, Controller, run_playbook
 from tests.sandbox import oskinds
 from tests.sandbox.fleet import CHECKOUT, Fleet
 
 
-@dataclass
-class Run:
-    wall: float
-    cpu: float  # controller CPU seconds, ansible-playbook and its children
-    tasks: float  # per host
-    changed: int
-    returncode: int
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def converge(fleet: Fleet, controller: Controller, forks: int) -> Run:
-    cpu, start = children_cpu(), time.monotonic()
-    run = run_playbook(fleet, "site.yml", controller=controller, forks=forks, timeout=7200)
-    wall, cpu = time.monotonic() - start, children_cpu() - cpu
-    stats = run.stats.values()
-    tasks = sum(s["ok"] + s["skipped"] + s["failures"] for s in stats) / max(len(stats), 1)
-    changed = sum(s["changed"] for s in stats)
-    return Run(wall, cpu, tasks, changed, run.returncode)
+    return measured(
+        lambda: run_playbook(fleet, "site.yml", controller=controller, forks=forks, timeout=7200)
+    )
 
 
 def row(size: int, name: str, run: Run) -> str:
@@ -79,23 +56,6 @@ def worktree(ref: str) -> Controller:
         )
     collection_link.ensure(folder)
     return Controller(ANSIBLE_BIN, folder, {"ANSIBLE_CONFIG": str(folder / "ansible.cfg")})
-
-
-def project(one: Run, per_host_cpu: float, hosts: int, forks: int) -> list[str]:
-    """one: the best 1-host (smallest fleet) run; per_host_cpu: the controller CPU each further
-    host adds (the slope between the smallest and the largest fleet)."""
-    latency = one.wall / one.tasks
-    rounds = math.ceil(hosts / forks)
-    wall = one.tasks * rounds * latency
-    fixed = max(one.cpu - per_host_cpu, 0.0)
-    cpu = fixed + per_host_cpu * hosts
-    return [
-        f"  1-host latency per task: {one.wall:.1f} s / {one.tasks:.0f} tasks = {latency:.3f} s",
-        f"  {hosts} hosts at forks {forks}: {one.tasks:.0f} tasks x ceil({hosts}/{forks}) = "
-        f"{rounds} rounds x {latency:.3f} s = {wall:.0f} s ({wall / 60:.1f} min) of wall time",
-        f"  controller CPU: {fixed:.1f} s once + {per_host_cpu:.2f} s per host x {hosts} = "
-        f"{cpu:.0f} s, so {cpu:.0f} / {wall:.0f} = {cpu / wall:.1f} cores to keep up",
-    ]
 
 
 def main() -> int:
@@ -145,7 +105,7 @@ def main() -> int:
             )
     smallest, largest = min(args.sizes), max(args.sizes)
     one, most = best[(smallest, "this")], best[(largest, "this")]
-    per_host = (most.cpu - one.cpu) / (largest - smallest) if largest > smallest else one.cpu
+    per_host = per_host_cpu(one, smallest, most, largest)
     print(
         f"\nprojection from the best no-op runs of this checkout on {smallest} and {largest} hosts:"
     )

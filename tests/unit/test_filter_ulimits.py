@@ -352,11 +352,14 @@ def render_dropin(conf: dict) -> str:
         {f"hostcheck.gpu_hosts.{name}": f for name, f in FilterModule().filters().items()}
     )
     template = env.from_string((ROLE / "templates" / "system.conf.d.conf.j2").read_text())
+    # vars/main.yml's __ulimits_conf and __ulimits_nr_open point at the validation's result
     return template.render(
-        ansible_managed="Ansible managed",
-        __ulimits_conf=conf,
-        __ulimits_nr_open=NR_OPEN,
-        **yaml_file(ROLE / "vars" / "main.yml"),
+        {
+            **yaml_file(ROLE / "vars" / "main.yml"),
+            "ansible_managed": "Ansible managed",
+            "__ulimits_conf": conf,
+            "__ulimits_nr_open": NR_OPEN,
+        }
     )
 
 

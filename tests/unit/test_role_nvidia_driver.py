@@ -11,6 +11,9 @@ import jinja2
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
+    nvidia_driver_os,
+)
 
 from plugins.filter.nvidia_driver import (
     nvidia_driver_fabric_manager,
@@ -90,8 +93,9 @@ def defaults() -> dict:
 
 
 def os_vars(facts: dict, **variables) -> dict:
-    """The role's vars for these facts, loaded as validate.yml loads them (first_found order)
-    and rendered with Jinja as Ansible would."""
+    """This OS as the filters see it: the role's per-OS vars for these facts, loaded as the
+    nvidia_driver_validate action loads them (first_found order), rendered with Jinja as Ansible
+    would, and put together by the action's nvidia_driver_os."""
     facts = {"architecture": "x86_64", **facts}
     names = [
         f"{facts['distribution']}-{facts['distribution_major_version']}.yml",
@@ -100,31 +104,24 @@ def os_vars(facts: dict, **variables) -> dict:
         f"{facts['os_family']}.yml",
     ]
     chosen = next(ROLE / "vars" / n for n in names if (ROLE / "vars" / n).exists())
-    context = {
-        **defaults(),
-        **variables,
-        **yaml.safe_load(chosen.read_text()),
-        **yaml.safe_load((ROLE / "vars" / "main.yml").read_text()),
-        "ansible_facts": facts,
-    }
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
 
     def render(value):
         if isinstance(value, str) and "{{" in value:
-            rendered = env.from_string(value).render(context)
-            try:
-                return yaml.safe_load(rendered) if rendered.strip()[:1] in "[{" else rendered
-            except yaml.YAMLError:
-                return rendered
+            return env.from_string(value).render(ansible_facts=facts)
         if isinstance(value, dict):
             return {k: render(v) for k, v in value.items()}
         if isinstance(value, list):
             return [render(v) for v in value]
         return value
 
-    for _ in range(4):  # variables that name variables
-        context = {k: (render(v) if k != "ansible_facts" else v) for k, v in context.items()}
-    return context
+    settings = {**defaults(), **variables}
+    return nvidia_driver_os(
+        render(yaml.safe_load(chosen.read_text())),
+        facts,
+        settings["nvidia_driver_cuda_repo_url"],
+        settings["nvidia_driver_cuda_repo_key_url"],
+    )
 
 
 def given(**changes) -> dict:
@@ -147,8 +144,7 @@ def given(**changes) -> dict:
 
 
 def plan(os_name: str, **changes) -> dict:
-    context = os_vars(FACTS[os_name])
-    os = context["__nvidia_driver_os"]
+    os = os_vars(FACTS[os_name])
     settings = nvidia_driver_settings(given(**changes), os)
     packages = nvidia_driver_packages(os, settings, FACTS[os_name]["kernel"])
     return {**packages, "source": settings["source"]}
@@ -289,19 +285,15 @@ def test_each_os_installs_the_table(os_name, changes, expected):
 
 
 def test_a_mirror_replaces_nvidias_repository_and_key():
-    context = os_vars(
+    os = os_vars(
         FACTS["rocky9"],
         nvidia_driver_cuda_repo_url="https://mirror.example/cuda/rhel9",
         nvidia_driver_cuda_repo_key_url="file:///etc/pki/nvidia.pub",
     )
-    os = context["__nvidia_driver_os"]
     assert os["repository_url"] == "https://mirror.example/cuda/rhel9"
     assert os["repository_key_url"] == "file:///etc/pki/nvidia.pub"
-    context = os_vars(FACTS["rocky9"], nvidia_driver_cuda_repo_url="https://mirror.example/c")
-    assert (
-        context["__nvidia_driver_os"]["repository_key_url"]
-        == "https://mirror.example/c/D42D0685.pub"
-    )
+    os = os_vars(FACTS["rocky9"], nvidia_driver_cuda_repo_url="https://mirror.example/c")
+    assert os["repository_key_url"] == "https://mirror.example/c/D42D0685.pub"
 
 
 @pytest.mark.parametrize(
@@ -356,9 +348,7 @@ def test_the_argument_specs_know_every_default():
 
 # ---------------------------------------------------------------- decisions
 
-SETTINGS = nvidia_driver_settings(
-    given(branch="550"), os_vars(FACTS["ubuntu2204"])["__nvidia_driver_os"]
-)
+SETTINGS = nvidia_driver_settings(given(branch="550"), os_vars(FACTS["ubuntu2204"]))
 PACKAGES = {"signed": False}
 
 

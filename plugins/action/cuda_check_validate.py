@@ -1,0 +1,107 @@
+"""Validates the cuda_check role's variables (no host is read; tasks/check.yml reads it).
+
+    - hostcheck.gpu_hosts.cuda_check_validate:
+      register: __cuda_check_validation
+
+Checks, in this order: cuda_check_without_driver, the version variables (each "" or dotted
+digits), cuda_check_venv, the folder lists, cuda_check_enabled and
+cuda_check_require_torch_cuda. values is empty: the tasks read the variables themselves (their
+settings for the decision are __cuda_check_settings in vars/main.yml). The rest is in
+plugins/plugin_utils/role_validation.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ansible.plugins.filter.core import to_json
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+    Invalid,
+    RoleValidation,
+)
+
+# Each "" or dotted digits.
+VERSION_VARIABLES = [
+    "cuda_check_min_driver_version",
+    "cuda_check_min_cuda_version",
+    "cuda_check_toolkit_version",
+    "cuda_check_cudnn_version",
+    "cuda_check_torch_cuda_version",
+]
+# Each a list of absolute paths.
+PATH_VARIABLES = [
+    "cuda_check_toolkit_paths",
+    "cuda_check_cudnn_include_paths",
+    "cuda_check_cudnn_library_paths",
+]
+BOOLEANS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+VERSION = re.compile(r"^([0-9]+(\.[0-9]+)*)?$")
+VARIABLES = [
+    "cuda_check_enabled",
+    "cuda_check_venv",
+    "cuda_check_without_driver",
+    *VERSION_VARIABLES,
+    *PATH_VARIABLES,
+    "cuda_check_require_torch_cuda",
+]
+
+
+def _is_version(value: object) -> bool:
+    # a string, or a whole number (not a bool, not a float: YAML reads 12.10 as 12.1)
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    else:
+        return False
+    return VERSION.match(text) is not None
+
+
+def _is_path_list(value: object) -> bool:
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__getitem__"):
+        return False
+    try:
+        items = list(value)
+    except TypeError:
+        return False
+    return all(isinstance(item, str) and item.startswith("/") for item in items)
+
+
+def cuda_check_values(variables: dict) -> dict:
+    """The variables checked (Invalid names the first bad one); nothing for the tasks."""
+    without_driver = variables["cuda_check_without_driver"]
+    if without_driver not in ("fail", "skip"):
+        raise Invalid(
+            "cuda_check_without_driver: fail or skip (what a host without an NVIDIA driver "
+            f"gets); got {to_json(without_driver)}"
+        )
+    for name in VERSION_VARIABLES:
+        value = variables[name]
+        if not _is_version(value):
+            raise Invalid(
+                f'{name}: "" or a version of dotted digits such as "12.4" or "550.54.15", '
+                f"quoted (unquoted, YAML reads 12.10 as the number 12.1); got {to_json(value)}"
+            )
+    venv = variables["cuda_check_venv"]
+    if not isinstance(venv, str) or not venv.startswith("/") or re.search(r"\s", venv):
+        raise Invalid(
+            "cuda_check_venv: the absolute path of the training venv, without blanks; got "
+            f"{to_json(venv)}"
+        )
+    for name in PATH_VARIABLES:
+        value = variables[name]
+        if not _is_path_list(value):
+            raise Invalid(f"{name}: a list of absolute paths; got {to_json(value)}")
+    enabled, require = variables["cuda_check_enabled"], variables["cuda_check_require_torch_cuda"]
+    if str(enabled).lower() not in BOOLEANS or str(require).lower() not in BOOLEANS:
+        raise Invalid(
+            "cuda_check_enabled and cuda_check_require_torch_cuda: true or false; got "
+            f"{to_json(enabled)} and {to_json(require)}"
+        )
+    return {}
+
+
+class ActionModule(RoleValidation):
+    def validate(self) -> dict:
+        return cuda_check_values({name: self.var(name) for name in VARIABLES})

@@ -1,0 +1,229 @@
+"""The pillow_simd role's validate action: each bad variable refused by its message, what is at
+pillow_simd_venv judged from the host's one read, and the AVX2 decision from the CPU flags."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
+    HOST_SCRIPT,
+    avx2_choice,
+    host_values,
+    read_host,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+
+from tests.unit.role_validation import validate
+
+GOOD = {
+    "venv": "/opt/venvs/train",
+    "version": "12.1.1.post0",
+    "avx2": "auto",
+    "wheel_cache": "/root/.cache/hostcheck/pillow-simd-wheels",
+    "venv_python": "python3",
+    "extra_packages": [],
+}
+
+
+def choice(**changed) -> str:
+    return avx2_choice(**{**GOOD, **changed})
+
+
+@pytest.mark.parametrize(
+    ("avx2", "word"), [("auto", "auto"), (True, "true"), ("False", "false"), ("TRUE", "true")]
+)
+def test_good_values_give_the_avx2_word(avx2, word):
+    assert choice(avx2=avx2) == word
+    assert choice(venv="/opt/venvs/train/", version="12.1", wheel_cache="") == "auto"
+    assert choice(venv="/srv/py@3.11/venv_a+b", version=12, extra_packages=["lcms2-devel"])
+    assert choice(version="1.0rc2.post1.dev3", venv_python="/usr/bin/python3.11")
+
+
+@pytest.mark.parametrize(
+    "venv",
+    ["opt/venvs/train", "/opt/venvs/my venv", "/opt/venvs/../train", "/opt/./x", "/", "", 5],
+)
+def test_bad_venvs(venv):
+    with pytest.raises(Invalid) as caught:
+        choice(venv=venv)
+    assert str(caught.value) == (
+        "pillow_simd_venv: an absolute path of plain names (letters, digits, . _ + @ -; no . or "
+        ".. parts, no blanks: pip.conf lists constraint files separated by blanks), "
+        f"got '{venv}'"
+    )
+
+
+@pytest.mark.parametrize("version", [">=12", "latest", "12.1.1-post0", "01.2", "12.*", None])
+def test_bad_versions(version):
+    with pytest.raises(Invalid) as caught:
+        choice(version=version)
+    assert str(caught.value) == (
+        "pillow_simd_version: one exact release such as 12.1.1.post0 (`pip index versions "
+        f"pillow-simd` lists them), not a range or a name, got '{version}'"
+    )
+
+
+@pytest.mark.parametrize("avx2", ["sometimes", 1, None, "yes"])
+def test_bad_avx2(avx2):
+    with pytest.raises(Invalid, match=rf"^pillow_simd_avx2: auto, true or false, got '{avx2}'$"):
+        choice(avx2=avx2)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"wheel_cache": "relative/wheels"},
+        {"wheel_cache": None},
+        {"venv_python": "python 3"},
+        {"venv_python": ""},
+        {"extra_packages": "lcms2-devel"},
+        {"extra_packages": ["ok", "-bad"]},
+        {"extra_packages": ["with space"]},
+        {"extra_packages": [3]},
+    ],
+)
+def test_bad_cache_python_or_packages(changed):
+    values = {**GOOD, **changed}
+    with pytest.raises(Invalid) as caught:
+        avx2_choice(**values)
+    assert str(caught.value) == (
+        f'pillow_simd_wheel_cache must be "" or an absolute controller path (got '
+        f"'{values['wheel_cache']}'), pillow_simd_venv_python a command name or path (got "
+        f"'{values['venv_python']}'), pillow_simd_extra_packages a list of package names (got "
+        f"{values['extra_packages']})"
+    )
+
+
+def test_the_checks_come_in_the_old_order():
+    with pytest.raises(Invalid, match=r"^pillow_simd_venv: "):
+        choice(venv="x", version="latest", avx2="maybe")
+    with pytest.raises(Invalid, match=r"^pillow_simd_version: "):
+        choice(version="latest", avx2="maybe", wheel_cache="x")
+    with pytest.raises(Invalid, match=r"^pillow_simd_avx2: "):
+        choice(avx2="maybe", wheel_cache="x")
+
+
+# ---------------------------------------------------------------- what the host has
+
+
+def host_read(tmp_path, venv: str) -> tuple[str, int, list[str]]:
+    """HOST_SCRIPT run here, as the action runs it on the host."""
+    cfg = venv.rstrip("/") + "/pyvenv.cfg"
+    done = subprocess.run(
+        ["sh", "-c", HOST_SCRIPT, "sh", venv, cfg], capture_output=True, text=True, check=True
+    )
+    return read_host(done.stdout)
+
+
+def test_the_host_script_tells_what_is_at_the_venv(tmp_path):
+    assert host_read(tmp_path, str(tmp_path / "none"))[0] == "missing"
+    (tmp_path / "empty").mkdir()
+    assert host_read(tmp_path, str(tmp_path / "empty"))[0] == "empty"
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / ".hidden").write_text("")
+    assert host_read(tmp_path, str(tmp_path / "full"))[0] == "full"
+    assert host_read(tmp_path, f"{tmp_path}/full//")[0] == "full"
+    (tmp_path / "full" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert host_read(tmp_path, f"{tmp_path}/full/")[0] == "venv"
+    (tmp_path / "file").write_text("data")
+    assert host_read(tmp_path, str(tmp_path / "file"))[0] == "file"
+    (tmp_path / "nowhere").symlink_to(tmp_path / "none")
+    assert host_read(tmp_path, str(tmp_path / "nowhere"))[0] == "dangling"
+    (tmp_path / "to-a-venv").symlink_to(tmp_path / "full")
+    assert host_read(tmp_path, str(tmp_path / "to-a-venv"))[0] == "venv"
+    (tmp_path / "to-a-file").symlink_to(tmp_path / "file")
+    assert host_read(tmp_path, str(tmp_path / "to-a-file"))[0] == "file"
+    # and the CPU flags of this machine, as grep reads them for the old task
+    _, rc, flags = host_read(tmp_path, str(tmp_path / "none"))
+    with open("/proc/cpuinfo") as cpuinfo:
+        line = next((li for li in cpuinfo if li.startswith("flags")), None)
+    assert (rc, flags) == ((0, line.split(":", 1)[1].split()) if line else (1, []))
+
+
+def test_read_host_parses_the_flags_line_and_refuses_garbage():
+    out = "venv:missing\ngrep:0\nflags:flags\t\t: fpu sse4_1 avx2\n"
+    assert read_host(out) == ("missing", 0, ["fpu", "sse4_1", "avx2"])
+    assert read_host("venv:venv\ngrep:1\nflags:\n") == ("venv", 1, [])
+    for garbage in ["", "sh: not found", "venv:what\ngrep:0\n", "venv:venv\n"]:
+        with pytest.raises(ValueError):
+            read_host(garbage)
+
+
+@pytest.mark.parametrize(
+    ("kind", "what"),
+    [
+        (
+            "full",
+            "a directory with files but no pyvenv.cfg (not a virtual environment); refusing to "
+            "create one over it",
+        ),
+        ("file", "not a directory (a file)"),
+        ("dangling", "not a directory (a symlink to nowhere)"),
+    ],
+)
+def test_what_cannot_become_a_venv_is_refused(kind, what):
+    with pytest.raises(Invalid) as caught:
+        host_values("/opt/venvs/train", "node1", "auto", kind, ["avx2"])
+    assert str(caught.value) == f"pillow_simd_venv: /opt/venvs/train on node1 is {what}"
+
+
+def test_avx2_true_needs_the_flag():
+    with pytest.raises(Invalid) as caught:
+        host_values("/v", "node2", "true", "venv", ["sse4_1"])
+    assert str(caught.value) == (
+        "pillow_simd_avx2: true, but /proc/cpuinfo of node2 lists no avx2 flag: a build with "
+        "-mavx2 dies with SIGILL on this CPU; set auto or false"
+    )
+
+
+@pytest.mark.parametrize(
+    ("avx2", "flags", "build"),
+    [
+        ("auto", ["sse4_1", "avx2"], True),
+        ("auto", ["sse4_1"], False),
+        ("auto", [], False),
+        ("true", ["avx2"], True),
+        ("false", ["avx2"], False),
+    ],
+)
+def test_the_avx2_decision(avx2, flags, build):
+    for kind in ("venv", "empty", "missing"):
+        assert host_values("/v", "h", avx2, kind, flags) == {
+            "cpu_flags": flags,
+            "avx2_build": build,
+        }
+
+
+# ---------------------------------------------------------------- through ansible-playbook
+
+
+def test_the_action_reads_this_machine_once(tmp_path):
+    venv = tmp_path / "venv"
+    first, again = validate("pillow_simd", {"pillow_simd_venv": str(venv)}, tmp_path)
+    assert not first.get("failed"), first
+    values = first["values"]
+    assert set(values) == {"cpu_flags", "avx2_build"}
+    assert values["avx2_build"] is ("avx2" in values["cpu_flags"])
+    assert (
+        again["values"] == values and again["msg"] == "pillow_simd: validated earlier in this run"
+    )
+
+
+def test_the_action_refuses_a_directory_that_is_no_venv(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x").write_text("")
+    (failed,) = validate("pillow_simd", {"pillow_simd_venv": f"{tmp_path}/data"}, tmp_path)
+    assert failed["failed"] is True
+    assert failed["msg"] == (
+        f"pillow_simd_venv: {tmp_path}/data on localhost is a directory with files but no "
+        "pyvenv.cfg (not a virtual environment); refusing to create one over it"
+    )
+
+
+def test_switched_off_the_host_is_not_read_but_the_variables_are(tmp_path):
+    off = {"pillow_simd_enabled": False, "pillow_simd_venv": f"{tmp_path}/x"}
+    first, _ = validate("pillow_simd", off, tmp_path)
+    assert first["values"] == {} and "ansible_facts" not in first
+    (failed,) = validate("pillow_simd", {**off, "pillow_simd_avx2": "sometimes"}, tmp_path)
+    assert failed["msg"] == "pillow_simd_avx2: auto, true or false, got 'sometimes'"
