@@ -24,6 +24,8 @@ CONFIG = "/etc/hostcheck/config.yaml"
 WHEEL_INFO = CHECKOUT / "roles" / "hostcheck" / "files" / "wheel_info.py"
 SHOW = "hostcheck : Show the verdict and the warnings"
 SAY_WHY = "hostcheck : Say why hostcheck does not run in check mode"
+VERIFY_RUN = "hostcheck : Run hostcheck now (report to standard output only)"
+VERIFY_STATE = "hostcheck : Compare with hostcheck_venv, hostcheck_config and hostcheck_profile"
 SANDBOX_VARS = yaml.safe_load(
     (CHECKOUT / "inventory" / "sandbox_group_vars" / "all" / "hostcheck.yml").read_text()
 )
@@ -128,6 +130,13 @@ def test_installs_runs_keeps_the_report_and_second_run_changes_nothing(fleet, co
     assert second.returncode == 0, second.stderr
     assert second.changed(host.name) == 0
     assert read_json(fleet, host, REPORT)["started_at"] >= report["started_at"]
+    # provisioning ended with hostcheck passing in the same run: verify does not run it again
+    assert second.task_results(VERIFY_RUN)[host.name].get("skipped") is True
+    # verify.yml alone does, and proves the report provisioning left
+    alone = run_playbook(fleet, "playbooks/verify.yml", extra_vars=VALUES, tags="hostcheck")
+    assert alone.returncode == 0, alone.stderr + str(alone.messages(host.name))
+    assert alone.task_results(VERIFY_RUN)[host.name]["rc"] == 0
+    assert "as wanted" in alone.task_results(VERIFY_STATE)[host.name]["msg"]
 
 
 def test_check_mode_on_a_converged_host_runs_hostcheck_and_writes_nothing(fleet, converged, fast):
