@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.ansible import run_playbook
+from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 
 pytestmark = pytest.mark.integration
 AUDIT = "playbooks/audit.yml"
@@ -103,7 +103,7 @@ def second_audit(converged, reports, first_audit):
     )
     folder = audits(reports)[-1]
     assert folder != first_audit[1]
-    return run, folder
+    return run, folder, fix
 
 
 def test_timer_units_are_written_and_their_command_writes_a_prom_file(converged):
@@ -189,7 +189,7 @@ def test_the_audit_writes_nothing_on_the_hosts_but_its_report(converged, first_a
 
 def test_second_audit_shows_the_fix_as_drift(converged, first_audit, second_audit):
     fleet = converged
-    run, folder = second_audit
+    run, folder, _ = second_audit
     document = fleet_json(folder)
     hosts = by_host(document)
     assert document["baseline"]["source"] == str(first_audit[1])
@@ -212,6 +212,20 @@ def test_second_audit_shows_the_fix_as_drift(converged, first_audit, second_audi
     node1, node2, _ = fleet.hosts()
     assert fleet.ssh(node2, f"ls {UNITS}/hostcheck.service").returncode != 0
     assert fleet.ssh(node1, f"ls {UNITS}/hostcheck.service").returncode == 0
+
+
+def test_the_converge_that_fixed_node2_saw_the_drift_and_verified_the_repair(second_audit):
+    """site.yml on a provisioned host is the cheap no-op path (each role validated once, read
+    once): a /dev/shm remounted smaller and stock Pillow in the venv still get repaired, and
+    verified, in that run."""
+    fix = second_audit[2]
+    changed = [name.removeprefix(COLLECTION_PREFIX) for name in fix.changed_tasks("node2")]
+    assert "shm : Apply the size to the mounted /dev/shm" in changed, changed
+    assert [name for name in changed if name.startswith("pillow_simd : ")], changed
+    shm = fix.task_results("shm : Compare with shm_size")["node2"]
+    assert shm["msg"].startswith("/dev/shm is ") and not shm.get("skipped"), shm
+    fresh = fix.task_results("pillow_simd : Check PIL in a fresh interpreter of the venv")["node2"]
+    assert not fresh.get("skipped") and not fresh.get("failed"), fresh
 
 
 @pytest.mark.parametrize(
