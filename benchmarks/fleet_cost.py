@@ -8,10 +8,11 @@ takes ceil(hosts / forks) rounds of the 1-host latency per task; the controller 
 
 from __future__ import annotations
 
+import collections
 import math
 import resource
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -21,6 +22,7 @@ class Run:
     tasks: float  # per host
     changed: int
     returncode: int
+    by_file: dict[str, tuple[int, int]] = field(default_factory=dict)  # first host: ok, skipped
 
 
 def children_cpu() -> float:
@@ -36,7 +38,34 @@ def measured(play) -> Run:
     stats = run.stats.values()
     tasks = sum(s["ok"] + s["skipped"] + s["failures"] for s in stats) / max(len(stats), 1)
     changed = sum(s["changed"] for s in stats)
-    return Run(wall, cpu, tasks, changed, run.returncode)
+    return Run(wall, cpu, tasks, changed, run.returncode, tasks_by_file(run.output))
+
+
+def tasks_by_file(output: dict) -> dict[str, tuple[int, int]]:
+    """Tasks (ok, skipped) of the first host by the role task file (or play) they come from."""
+    ok: collections.Counter = collections.Counter()
+    skipped: collections.Counter = collections.Counter()
+    first = min(output.get("stats") or {"": None})
+    for play in output.get("plays", []):
+        for task in play["tasks"]:
+            result = task["hosts"].get(first)
+            if result is None:
+                continue
+            path = task["task"].get("path", "")
+            where = (
+                path.split("/roles/", 1)[1].split(":", 1)[0]
+                if "/roles/" in path
+                else f"play: {play['play']['name']}"
+            )
+            (skipped if result.get("skipped") else ok)[where] += 1
+    return {where: (ok[where], skipped[where]) for where in sorted(ok.keys() | skipped.keys())}
+
+
+def by_file_lines(run: Run) -> list[str]:
+    return [
+        f"  {where:48} {ok:4} ok {skipped:4} skipped"
+        for where, (ok, skipped) in run.by_file.items()
+    ]
 
 
 def per_host_cpu(small: Run, small_hosts: int, large: Run, large_hosts: int) -> float:

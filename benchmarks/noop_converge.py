@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fleet_cost import Run, measured, per_host_cpu, project
+from benchmarks.fleet_cost import Run, by_file_lines, measured, per_host_cpu, project
 from tests import collection_link
 from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT_CONTROLLER, Controller, run_playbook
 from tests.sandbox import oskinds
@@ -106,6 +106,8 @@ def main() -> int:
     smallest, largest = min(args.sizes), max(args.sizes)
     one, most = best[(smallest, "this")], best[(largest, "this")]
     per_host = per_host_cpu(one, smallest, most, largest)
+    print(f"\ntasks of one host in the best no-op run of this checkout on {smallest} host(s):")
+    print("\n".join(by_file_lines(one)))
     print(
         f"\nprojection from the best no-op runs of this checkout on {smallest} and {largest} hosts:"
     )
