@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from hostcheck import __version__
+from hostcheck import __version__, interrupt
 from hostcheck.config import PROFILE_NAMES, ConfigError, Profile, load_profile
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -518,9 +518,12 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    interrupt.install()
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        interrupt.raise_if_received()
+        return code
     except (UsageError, ConfigError) as exc:
         print(f"hostcheck: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

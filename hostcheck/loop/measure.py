@@ -25,6 +25,7 @@ from typing import Any, Callable
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from hostcheck import interrupt
 from hostcheck.loop import theory
 from hostcheck.loop.dataset import SyntheticSamples, list_files, make_jpeg, measure_cost
 from hostcheck.loop.device import CpuDevice, CudaDevice, device_for
@@ -200,6 +201,7 @@ class Loop:
 
     def _first_batch_time(self, loader: DataLoader) -> float:
         """Seconds from iter() to the first batch in hand; the epoch is then dropped."""
+        interrupt.raise_if_received()
         start = time.perf_counter()
         feeder = self.device.feeder(self._iterate(loader), self.settings.prefetcher)
         try:
@@ -220,6 +222,7 @@ class Loop:
         feeder = self.device.feeder(self._iterate(loader), s.prefetcher)
         try:
             for index in range(total):
+                interrupt.raise_if_received()
                 if index == warmup:
                     start_cpu = cpu_snapshot(self.tracker)
                 t0 = time.perf_counter()
@@ -362,6 +365,7 @@ class Loop:
         feeder = self.device.feeder(self._iterate(loader), self.settings.prefetcher)
         try:
             while True:
+                interrupt.raise_if_received()
                 feeder.next()
         except StopIteration:
             pass
