@@ -3,7 +3,9 @@ fleet: shared by noop_converge.py and audit_scale.py.
 
 The projection: the linear strategy runs each task on every host, --forks at a time, so one task
 takes ceil(hosts / forks) rounds of the 1-host latency per task; the controller needs
-(CPU per host x hosts) / wall cores to keep up with that.
+(CPU per host x hosts) / wall cores to keep up with that. Tasks are counted per host as
+ansible-playbook's recap counts them: a run_once task counts on the first host only, and the
+projection runs it in every round (an upper bound where a playbook has many, as audit.yml).
 """
 
 from __future__ import annotations
