@@ -299,6 +299,8 @@ def _load(args: argparse.Namespace, extra: Sequence[str] = ()) -> Profile:
 def _check_report_targets(
     specs: Sequence[str], formats: Sequence[str] | None = None
 ) -> list[tuple[str, str]]:
+    if not specs:
+        return []
     from hostcheck.report.writers import FORMATS, ReportSpecError, parse_report_spec
 
     targets = []
@@ -325,7 +327,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from hostcheck.registry import CHECKS
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
-    from hostcheck.report.writers import write_report
     from hostcheck.runner import run_checks
     from hostcheck.system import System
 
@@ -367,6 +368,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         document["measurement_basis"] = reuse.basis
         for line in reuse.lines():
             console.print(Text(line))
+    if targets:
+        from hostcheck.report.writers import write_report
     for kind, path in targets:
         try:
             write_report(kind, path, document, fail_on_warn=fail_on == Status.WARN)

@@ -13,11 +13,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from hostcheck import units
 
@@ -205,13 +202,13 @@ def merge(base: dict, override: Mapping[str, Any]) -> dict:
     return result
 
 
-# libyaml's parser where PyYAML was built with it (its wheels are): several times faster
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _load_yaml(text: str, origin: str) -> Any:
+    import yaml
+
+    # libyaml's parser where PyYAML was built with it (its wheels are): several times faster
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=_SAFE_LOADER)
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -219,8 +216,24 @@ def _load_yaml(text: str, origin: str) -> Any:
         raise ConfigError(f"{origin}:{where}: not valid YAML: {problem}") from None
 
 
-def _builtin_profile_text(name: str) -> str:
-    return resources.files("hostcheck.profiles").joinpath(f"{name}.yaml").read_text()
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def builtin_profile_text(name: str) -> str:
+    return (Path(__file__).parent / "profiles" / f"{name}.yaml").read_text()
+
+
+def _builtin_profile(name: str, origin: str) -> Any:
+    """A built-in profile as hostcheck.schema_build parsed it, while its YAML is unchanged
+    since (so a run needs no YAML parser); parsed now otherwise."""
+    from hostcheck.compiled.profiles import PROFILES
+
+    text = builtin_profile_text(name)
+    digest, document = PROFILES.get(name, ("", None))
+    if digest == text_digest(text):
+        return copy.deepcopy(document)
+    return _load_yaml(text, origin)
 
 
 @dataclass
@@ -245,7 +258,7 @@ def _load_layer(name_or_path: str, schema: dict, seen: tuple[str, ...]) -> tuple
         raise ConfigError(f"profile {name_or_path}: extends itself through {' -> '.join(seen)}")
     if name_or_path in PROFILE_NAMES:
         origin = f"profile {name_or_path} ({name_or_path}.yaml)"
-        text = _builtin_profile_text(name_or_path)
+        document = _builtin_profile(name_or_path, origin)
     else:
         path = Path(name_or_path)
         origin = str(path)
@@ -258,7 +271,7 @@ def _load_layer(name_or_path: str, schema: dict, seen: tuple[str, ...]) -> tuple
             ) from None
         except OSError as exc:
             raise ConfigError(f"{name_or_path}: cannot read: {exc.strerror}") from None
-    document = _load_yaml(text, origin)
+        document = _load_yaml(text, origin)
     if document is None:
         document = {}
     validate(document, schema, origin)

@@ -123,9 +123,10 @@ def installed_dists(
     for entry in system.listdir(site_dir):
         directory = posixpath.join(site_dir, entry)
         if entry.endswith(".dist-info"):
-            record = system.read(posixpath.join(directory, "RECORD")) or ""
-            if package is not None and f"{package}/" not in record:
-                continue
+            raw = system.read_bytes(posixpath.join(directory, "RECORD")) or b""
+            if package is not None and f"{package}/".encode() not in raw:
+                continue  # searched undecoded: torch's RECORD alone is over a megabyte
+            record = raw.decode(errors="replace")
             meta = system.read(posixpath.join(directory, "METADATA"))
             entries = tuple(parse_record(record))
             top = ()

@@ -58,6 +58,13 @@ class System:
         except OSError:
             return None
 
+    def read_bytes(self, path: str) -> bytes | None:
+        """File content as bytes, or None when the file is absent or unreadable."""
+        try:
+            return self.path(path).read_bytes()
+        except OSError:
+            return None
+
     def read_value(self, path: str) -> str | None:
         text = self.read(path)
         return None if text is None else text.strip()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.metadata
 import os
 import re
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 from hostcheck import config as c
 from hostcheck._shared import cuda_compat
 from hostcheck.checks.base import CheckContext, CheckSpec
+from hostcheck.distinfo import normalize_name, parse_metadata
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.pci import PciGpu, nvidia_gpus
 from hostcheck.system import System
@@ -169,13 +169,9 @@ class TorchInfo:
 _CUDNN = re.compile(r"^nvidia-cudnn-cu\d+$")
 
 
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _site_dists(paths: list[str]) -> tuple[Any, Any]:
-    """torch's and cuDNN's distributions in these site folders, found by the names of their
-    .dist-info folders (name-version, normalized), so no other metadata is parsed."""
+def _site_dists(paths: list[str]) -> tuple[str | None, str | None]:
+    """torch's and cuDNN's .dist-info folders in these site folders, found by their names
+    (name-version, normalized), so no other metadata is read."""
     torch = cudnn = None
     for site in paths:
         try:
@@ -185,12 +181,20 @@ def _site_dists(paths: list[str]) -> tuple[Any, Any]:
         for entry in entries:
             if not entry.endswith(".dist-info"):
                 continue
-            name = _normalize(entry[: -len(".dist-info")].rsplit("-", 1)[0])
+            name = normalize_name(entry[: -len(".dist-info")].rsplit("-", 1)[0])
             if name == "torch" and torch is None:
-                torch = importlib.metadata.PathDistribution(Path(site, entry))
+                torch = os.path.join(site, entry)
             elif _CUDNN.match(name) and cudnn is None:
-                cudnn = importlib.metadata.PathDistribution(Path(site, entry))
+                cudnn = os.path.join(site, entry)
     return torch, cudnn
+
+
+def _metadata(dist_info: str) -> dict[str, str]:
+    try:
+        text = Path(dist_info, "METADATA").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    return parse_metadata(text)
 
 
 def read_torch(system: System, venv: str | None) -> TorchInfo:
@@ -206,14 +210,15 @@ def read_torch(system: System, venv: str | None) -> TorchInfo:
         torch, cudnn = _site_dists([p for p in sys.path if p and os.path.isdir(p)])
     info = TorchInfo(where)
     if cudnn is not None:
-        info.cudnn = cudnn.version
-        info.cudnn_package = _normalize(cudnn.metadata.get("Name") or "")
+        metadata = _metadata(cudnn)
+        info.cudnn = metadata.get("Version")
+        info.cudnn_package = normalize_name(metadata.get("Name") or "")
     if torch is None:
         info.problem = f"torch is not installed in {where}"
         return info
-    info.version = torch.version
+    info.version = _metadata(torch).get("Version")
     try:
-        text = Path(str(torch.locate_file("torch/version.py"))).read_text(errors="replace")
+        text = Path(os.path.dirname(torch), "torch", "version.py").read_text(errors="replace")
     except OSError as exc:
         info.problem = f"cannot read torch/version.py: {exc.strerror or exc}"
         return info

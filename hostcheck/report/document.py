@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import platform
-import socket
+import os
 
 from hostcheck import __version__
 from hostcheck.runner import RunOutcome
@@ -27,13 +26,14 @@ def os_release(text: str | None) -> dict:
 
 def build_document(outcome: RunOutcome, exit_code: int, os_release_text: str | None) -> dict:
     started = dt.datetime.fromtimestamp(outcome.started_at, tz=dt.timezone.utc)
+    uname = os.uname()  # what socket.gethostname(), platform.release() and machine() read
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "hostcheck", "version": __version__},
         "host": {
-            "hostname": socket.gethostname(),
-            "kernel": platform.release(),
-            "machine": platform.machine(),
+            "hostname": uname.nodename,
+            "kernel": uname.release,
+            "machine": uname.machine,
             "os": os_release(os_release_text),
         },
         "started_at": started.isoformat(timespec="seconds").replace("+00:00", "Z"),

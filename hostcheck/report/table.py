@@ -18,10 +18,11 @@ def render_table(document: dict, console: Console, verbose: bool = False) -> Non
         title_justify="left",
         expand=False,
     )
-    table.add_column("check", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("measured")
-    table.add_column("expected")
+    # Text, not str: rich parses no markup and emoji codes in them (nor imports its emoji table)
+    table.add_column(Text("check"), no_wrap=True)
+    table.add_column(Text("status"), no_wrap=True)
+    table.add_column(Text("measured"))
+    table.add_column(Text("expected"))
     for check in document["checks"]:
         status = check["status"]
         table.add_row(

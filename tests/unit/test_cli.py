@@ -59,6 +59,27 @@ def test_json_report_to_stdout_validates(tmp_path):
     assert "verdict:" in done.stderr  # the table moved to standard error
 
 
+def test_the_quick_run_imports_only_what_it_needs():
+    """No YAML parser (hostcheck/compiled/profiles.py), no report writers without --report,
+    no importlib.metadata (the gpu check reads torch's METADATA itself), no emoji table."""
+    unneeded = (
+        "yaml",
+        "jsonschema",
+        "torch",
+        "importlib.metadata",
+        "importlib.resources",
+        "hostcheck.report.writers",
+        "rich._emoji_codes",
+    )
+    probe = (
+        "import json, sys; from hostcheck.cli import main\n"
+        "main(['run', '--profile', 'quick'])\n"
+        f"print(json.dumps(sorted(m for m in {unneeded!r} if m in sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == [], done.stderr
+
+
 def test_several_reports_at_once(tmp_path):
     paths = {kind: tmp_path / f"r.{kind}" for kind in ("json", "junit", "prom")}
     args = [a for kind, p in paths.items() for a in ("--report", f"{kind}:{p}")]

@@ -85,6 +85,21 @@ def test_another_schema_goes_to_jsonschema():
     assert c._passes_compiled({"checks": {"shm": {}}}, other, False) is False
 
 
+def test_a_builtin_profile_whose_yaml_changed_is_parsed_again(monkeypatch):
+    read = c.builtin_profile_text
+    changed = read("quick").replace("benchmark_seconds: 0", "benchmark_seconds: 2")
+    assert changed != read("quick")
+    monkeypatch.setattr(
+        c, "builtin_profile_text", lambda name: changed if name == "quick" else read(name)
+    )
+    assert c.load_profile("quick", SCHEMA).section("pillow")["benchmark_seconds"] == 2
+
+
+def test_loaded_profiles_do_not_share_the_compiled_documents():
+    c.load_profile("default", SCHEMA).section("shm")["min_size"] = "1TiB"
+    assert c.load_profile("default", SCHEMA).section("shm")["min_size"] == "2GiB"
+
+
 def test_a_valid_run_imports_neither_jsonschema_nor_torch(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("checks:\n  shm:\n    min_size: 1GiB\n")

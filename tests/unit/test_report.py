@@ -1,5 +1,6 @@
 """Report formats rendered from one real run of the shm check on a fixture host."""
 
+import io
 import json
 import math
 import xml.etree.ElementTree as ET
@@ -8,12 +9,14 @@ from importlib import resources
 import jsonschema
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
 
 from hostcheck.checks import shm
 from hostcheck.checks.base import RunOptions
 from hostcheck.config import Profile
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.report.document import build_document, os_release
+from hostcheck.report.table import render_table
 from hostcheck.report.writers import (
     parse_report_spec,
     render_json,
@@ -128,3 +131,60 @@ def test_os_release_parsing():
     parsed = os_release('NAME="Rocky Linux"\nID="rocky"\nVERSION_ID="9.4"\nPRETTY_NAME="Rocky 9"\n')
     assert parsed == {"id": "rocky", "version_id": "9.4", "pretty_name": "Rocky 9"}
     assert os_release(None) == {"id": "", "version_id": "", "pretty_name": ""}
+
+
+TITLE = f"{'hostcheck 0.1.0 on node1 (profile default)':80}"  # padded to the table's width
+TABLE = """\
+{title}
+┏━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓
+┃ check   ┃ status ┃ measured                    ┃ expected                    ┃
+┡━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩
+│ shm     │ FAIL   │ size 64.0 MiB               │ size >= 512.0 MiB (50% of   │
+│         │        │                             │ RAM)                        │
+{shm}\
+│ ulimits │ PASS   │ memlock.soft unlimited      │ memlock.soft 65536          │
+{ulimits}\
+│ gpu     │ SKIP   │ no NVIDIA driver:           │                             │
+│         │        │ "libnvidia-ml.so.1" not     │                             │
+│         │        │ found                       │                             │
+└─────────┴────────┴─────────────────────────────┴─────────────────────────────┘
+to fix:
+  shm: set shm_size (role shm) and run: ansible-playbook site.yml --tags shm (at
+least 512.0 MiB)
+verdict: FAIL  (1 pass, 0 warn, 1 fail, 1 skip, 0 error; 0.25 s; exit 1)
+"""
+SHM_FINDINGS = """\
+│         │ pass   │ type: tmpfs                 │ tmpfs                       │
+│         │        │ [/proc/self/mountinfo]      │                             │
+│         │ fail   │ size: 64.0 MiB              │ >= 512.0 MiB (50% of RAM)   │
+│         │        │ [statvfs(/dev/shm)]         │                             │
+│         │ pass   │ free: 60.0 MiB              │ >= 1.0 MiB                  │
+│         │        │ [statvfs(/dev/shm)]         │                             │
+"""
+ULIMITS_FINDINGS = """\
+│         │ pass   │ memlock.soft: unlimited     │ 65536                       │
+"""
+
+
+def _table(document: dict, verbose: bool = False, **console) -> str:
+    document["host"]["hostname"] = "node1"
+    out = io.StringIO()
+    render_table(document, Console(file=out, width=80, highlight=False, **console), verbose)
+    return out.getvalue()
+
+
+def test_table_text(document):
+    assert _table(document) == TABLE.format(title=TITLE, shm="", ulimits="")
+    verbose = TABLE.format(title=TITLE, shm=SHM_FINDINGS, ulimits=ULIMITS_FINDINGS)
+    assert _table(document, verbose=True) == verbose
+
+
+def test_table_header_is_bold_on_a_terminal(document):
+    lines = _table(document, force_terminal=True, color_system="standard").splitlines()
+    bold = "\x1b[1m \x1b[0m\x1b[1m{}\x1b[0m\x1b[1m \x1b[0m"
+    cells = ("check  ", "status", f"{'measured':27}", f"{'expected':27}")
+    assert lines[2] == "┃" + "┃".join(bold.format(cell) for cell in cells) + "┃"
+    assert lines[4] == (
+        "│ shm     │ \x1b[1;31mFAIL  \x1b[0m │ size 64.0 MiB               │ size >= 512.0 MiB "
+        "(50% of   │"
+    )
