@@ -1,12 +1,13 @@
-"""Validates the cuda_check role's variables (no host is read; tasks/check.yml reads it).
+"""Validates the cuda_check role's variables (no host is read: the cuda_check_verify action,
+which main.yml and verify.yml run, reads it).
 
     - hostcheck.gpu_hosts.cuda_check_validate:
       register: __cuda_check_validation
 
 Checks, in this order: cuda_check_without_driver, the version variables (each "" or dotted
 digits), cuda_check_venv, the folder lists, cuda_check_enabled and
-cuda_check_require_torch_cuda. values is empty: the tasks read the variables themselves (their
-settings for the decision are __cuda_check_settings in vars/main.yml). The rest is in
+cuda_check_require_torch_cuda. values.settings are what the cuda_check_decide filter decides by
+(the version variables as text, cuda_check_require_torch_cuda a boolean). The rest is in
 plugins/plugin_utils/role_validation.py.
 """
 
@@ -15,7 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.filter.core import to_json
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import SETTINGS
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
     Invalid,
     RoleValidation,
@@ -69,7 +72,8 @@ def _is_path_list(value: object) -> bool:
 
 
 def cuda_check_values(variables: dict) -> dict:
-    """The variables checked (Invalid names the first bad one); nothing for the tasks."""
+    """The variables checked (Invalid names the first bad one), and the settings the decision
+    takes."""
     without_driver = variables["cuda_check_without_driver"]
     if without_driver not in ("fail", "skip"):
         raise Invalid(
@@ -99,9 +103,14 @@ def cuda_check_values(variables: dict) -> dict:
             "cuda_check_enabled and cuda_check_require_torch_cuda: true or false; got "
             f"{to_json(enabled)} and {to_json(require)}"
         )
-    return {}
+    settings = {name: variables[name] for name in SETTINGS}
+    settings.update({name: str(variables[name]) for name in VERSION_VARIABLES})
+    settings["cuda_check_require_torch_cuda"] = boolean(require)
+    return {"settings": settings}
 
 
 class ActionModule(RoleValidation):
+    SWITCHED_OFF = "driver, CUDA, cuDNN and torch versions not checked"
+
     def validate(self) -> dict:
         return cuda_check_values({name: self.var(name) for name in VARIABLES})

@@ -137,6 +137,8 @@ def _clean(result: dict) -> dict:
 
 
 class ActionModule(RoleValidation):
+    SWITCHED_OFF = "no disk touched, no dataset staged"
+
     def validate(self) -> dict:
         if not check_enabled(self.var("dataset_staging_enabled")):
             return {}
@@ -187,6 +189,10 @@ class ActionModule(RoleValidation):
                 measured.append({**result, "__dataset_staging_item": dataset})
         refuse(unreadable(measured))
 
+        if settings["layout"] == "none" and not settings["datasets"]:
+            self.note(
+                "dataset_staging_devices and dataset_staging_datasets are empty: nothing to do"
+            )
         values = {
             "settings": settings,
             "os_vars": os_vars,

@@ -7,8 +7,15 @@ Two checks run commands on the controller, where this action runs: hostcheck_tim
 with systemd's own parser (`systemd-analyze calendar`, where the controller has it), and the
 thresholds in hostcheck_config with hostcheck's own schema (hostcheck_build_python with the
 checkout or the prebuilt wheel on PYTHONPATH; skipped when hostcheck cannot be imported there:
-the host still checks them, exit 2). values.numbers: the numeric variables as integers. The rest
-is in plugins/plugin_utils/role_validation.py.
+the host still checks them, exit 2). values.numbers: the numeric variables as integers;
+values.os_vars: vars/<Distribution>-<major>.yml, <Distribution>.yml, <os_family>-<major>.yml or
+<os_family>.yml (the OS packages and python the venv needs). The rest is in
+plugins/plugin_utils/role_validation.py.
+
+With `read_host: true` (tasks/main.yml, after the roles before it) it also reads the host once
+(the hostcheck_probe module) and returns `plan`: what install, config and timer must change,
+each with the reasons (empty: nothing), and why hostcheck must run (empty: the latest report
+passed for the host state as it is, so it stands). Its message says all of it.
 """
 
 from __future__ import annotations
@@ -19,12 +26,16 @@ import re
 import subprocess
 from collections.abc import Mapping
 
+from ansible.errors import AnsibleError
 from ansible.plugins.filter.core import to_nice_yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
     Invalid,
     RoleValidation,
 )
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion
 
 PATH_VARIABLES = (
     "hostcheck_venv",
@@ -37,6 +48,13 @@ HOST_PATH = re.compile(r"^/[^\s]*[^/\s][^\s]*$")
 ABSOLUTE = re.compile(r"^/[^\s]+$")
 WHEEL = re.compile(r".*\.whl$")
 SYSTEMD_ANALYZE = ("/usr/bin/systemd-analyze", "/bin/systemd-analyze")
+OS_VARS = [
+    "{distribution}-{distribution_major_version}",
+    "{distribution}",
+    "{os_family}-{distribution_major_version}",
+    "{os_family}",
+]
+PROBE = "hostcheck.gpu_hosts.hostcheck_probe"
 # Run by hostcheck_build_python: exit 3 when hostcheck cannot run there (the check is skipped).
 CHECK_CONFIG = """\
 import contextlib, io, sys
@@ -204,7 +222,232 @@ def run(argv: list[str], stdin: str = "", env: dict | None = None) -> tuple[int,
     return done.returncode, done.stdout.rstrip("\r\n"), done.stderr.rstrip("\r\n"), message
 
 
+def os_vars_for(os_vars: dict, facts: dict) -> dict:
+    if not os_vars:
+        raise Invalid(
+            f"role hostcheck has no vars for {facts.get('distribution')} "
+            f"{facts.get('distribution_major_version')} ({facts.get('os_family')} family): "
+            f"add roles/hostcheck/vars/{facts.get('os_family')}.yml"
+        )
+    return os_vars
+
+
+# ---------------------------------------------------------------- what the host needs (plan)
+
+
+def wheel_of(registered: object) -> dict:
+    """The controller's wheel as tasks/wheel.yml read it; {} when there is none (a requirement)."""
+    if not isinstance(registered, Mapping) or not registered.get("stdout"):
+        return {}
+    return json.loads(registered["stdout"])
+
+
+def unmet(requirement: str, distributions: dict, requires: list[str] = ()) -> str:
+    """'' when the venv's distributions satisfy a pip requirement (its extras too, from the
+    Requires-Dist lines of the distribution), else why not."""
+    try:
+        wanted = Requirement(requirement)
+    except InvalidRequirement:
+        return f"{requirement}: not a requirement the role can compare (pip decides)"
+    if wanted.url:
+        return f"{requirement}: a URL (pip decides)"
+    installed = distributions.get(canonicalize_name(wanted.name))
+    if installed is None:
+        return f"{wanted.name} is not installed"
+    try:
+        satisfied = wanted.specifier.contains(installed, prereleases=True)
+    except InvalidVersion:
+        satisfied = False
+    if not satisfied:
+        return f"{wanted.name} {installed} is installed, {requirement} is wanted"
+    environments = [{"extra": extra} for extra in sorted(wanted.extras)] or [{"extra": ""}]
+    for line in requires:
+        try:
+            needed = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if needed.marker is None or any(needed.marker.evaluate(env) for env in environments):
+            why = unmet(f"{needed.name}{needed.specifier}", distributions)
+            if why:
+                return f"{why} (needed by {requirement})"
+    return ""
+
+
+def install_reasons(
+    venv: dict, path: str, wheel: dict, requirement: str, before: list[str]
+) -> tuple[list[str], bool]:
+    """Why the venv needs pip (empty: it holds what is wanted), and whether hostcheck itself
+    must be (re)installed. A wheel: its version and files (RECORD); a requirement: satisfied,
+    extras included; hostcheck_pip_packages_before: each satisfied."""
+    if not venv["python"]:
+        return [f"there is no venv at {path}"], True
+    found = venv["hostcheck"]
+    why = ""
+    if found is None:
+        why = f"hostcheck is not installed in {path}"
+    elif wheel and found["version"] != wheel["version"]:
+        why = f"hostcheck {found['version']} is installed, the wheel is {wheel['version']}"
+    elif wheel and set(wheel["record"]) - set(found["record"]):
+        why = f"hostcheck {found['version']} in {path} has other files than {wheel['filename']}"
+    elif not wheel and requirement:
+        why = unmet(requirement, venv["distributions"], found["requires"])
+    reasons = [why] if why else []
+    for item in before:
+        missing = unmet(item, venv["distributions"])
+        if missing:
+            reasons.append(f"{missing} (hostcheck_pip_packages_before)")
+    return reasons, bool(why)
+
+
+def config_reasons(config: dict | None, wanted: str | None, path: str) -> list[str]:
+    """Why hostcheck_config_file must be written or removed (wanted None: it must not exist)."""
+    if wanted is None:
+        return [f"{path} is there while hostcheck_config is empty"] if config else []
+    if config is None:
+        return [f"{path} does not exist"]
+    if config["text"] != wanted:
+        return [f"{path} differs from hostcheck_config"]
+    if config["mode"] != "0644":
+        return [f"{path} has mode {config['mode']}, not 0644"]
+    return []
+
+
+def timer_reasons(read: dict, units: dict | None, unit_dir: str) -> list[str]:
+    """Why the timer's units or state must change (units None: the timer must not exist)."""
+    if units is None:
+        there = [name for name, found in read["units"].items() if found]
+        return [f"{', '.join(there)} still in {unit_dir}"] if there else []
+    reasons = [f"{path} does not exist" for path, exists in read["dirs"].items() if not exists]
+    for name, text in units.items():
+        found = read["units"].get(name)
+        if found is None:
+            reasons.append(f"{name} is not in {unit_dir}")
+        elif found["text"] != text:
+            reasons.append(f"{name} differs from the hostcheck_timer_* variables")
+        elif found["mode"] != "0644" or found["uid"] != 0:
+            reasons.append(f"{name} is not root's with mode 0644")
+    if read["systemd"]:
+        state = read["timer"]
+        if (state.get("UnitFileState"), state.get("ActiveState")) != ("enabled", "active"):
+            reasons.append(
+                f"hostcheck.timer is {state.get('UnitFileState', 'unknown')} and "
+                f"{state.get('ActiveState', 'unknown')}, not enabled and active"
+            )
+        if state.get("NeedDaemonReload") == "yes":
+            reasons.append("systemd has not loaded the units as they are")
+    return reasons
+
+
+def stale_reasons(read: dict, report_path: str) -> list[str]:
+    """Why the latest report does not stand for the host as it is now (empty: it passed, and
+    nothing hostcheck checks changed since: the parts recorded with it are the parts now)."""
+    report, recorded = read["report"], read["recorded"] or {}
+    if report is None:
+        return [f"there is no report at {report_path}"]
+    if report.get("unreadable") is not None:
+        return [f"{report_path} is unreadable: {report['unreadable']}"]
+    made = f"the report of {report.get('started_at')}"
+    if report.get("exit_code") != 0:
+        return [f"{made} did not pass (exit {report.get('exit_code')})"]
+    if (recorded.get("report") or {}).get("sha256") != report.get("sha256"):
+        return [f"no record of the host state {made} was made for"]
+    before, now = recorded.get("parts") or {}, read["parts"]
+    changed = sorted(part for part in set(before) | set(now) if before.get(part) != now.get(part))
+    if changed:
+        return [f"changed since {made}: {', '.join(changed)}"]
+    return []
+
+
+def run_reasons(measure: str, changing: bool, stale: list[str]) -> list[str]:
+    """Why hostcheck runs now (empty: it does not): asked (hostcheck_measure: always), the role
+    changes what it checks with, or the latest report does not stand."""
+    if measure == "always":
+        return ["hostcheck_measure is always"]
+    if changing:
+        return ["this run installs or configures hostcheck", *stale]
+    return stale
+
+
+def plan_message(plan: dict, run: bool, venv: str, started_at: object) -> str:
+    changes = [
+        f"{what}: {'; '.join(reasons)}"
+        for what, reasons in (
+            ("install", plan["install"]),
+            ("config", plan["config"]),
+            ("timer", plan["timer"]),
+        )
+        if reasons
+    ]
+    said = " | ".join(changes) or "nothing to install, configure or set up"
+    if not run:
+        return f"{said} | hostcheck_run is false: hostcheck is installed in {venv} but not run"
+    if plan["run"]:
+        return f"{said} | hostcheck runs: {'; '.join(plan['run'])}"
+    return (
+        f"{said} | hostcheck is not run: its report of {started_at} passed and nothing it "
+        "checks changed since (hostcheck_measure: always runs it)"
+    )
+
+
 class ActionModule(RoleValidation):
+    SWITCHED_OFF = "hostcheck is neither installed nor run"
+    _VALID_ARGS = frozenset(("read_host",))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        if result.get("failed") or not self._task.args.get("read_host") or not self.enabled():
+            return result
+        try:
+            plan, said = self.plan()
+        except (Invalid, AnsibleError) as exc:
+            result.update(failed=True, msg=str(exc).strip())
+            return result
+        return {"changed": False, "plan": plan, "msg": said, "_ansible_verbose_always": True}
+
+    def read_host(self) -> dict:
+        """The hostcheck_probe module's reading of the host (one round trip)."""
+        return self.on_host(PROBE, {"read": self.value("__hostcheck_probe")})
+
+    def wanted_units(self) -> dict | None:
+        if not truthy(self.var("hostcheck_timer_enabled")):
+            return None
+        return dict(self.value("__hostcheck_timer_units"))
+
+    def wanted_config(self) -> str | None:
+        return self.value("__hostcheck_config_text") if self.var("hostcheck_config") else None
+
+    def plan(self) -> tuple[dict, str]:
+        """What the role must do on this host, and the message that says it."""
+        read = self.read_host()
+        venv, wheel = self.var("hostcheck_venv"), str(self.var("hostcheck_wheel"))
+        install, install_hostcheck = install_reasons(
+            read["venv"],
+            venv,
+            wheel_of(self._vars.get("__hostcheck_wheel_read")),
+            "" if wheel == "" or WHEEL.match(wheel) else wheel,
+            list(self.var("hostcheck_pip_packages_before")),
+        )
+        config_file = self.var("hostcheck_config_file")
+        config = config_reasons(read["config"], self.wanted_config(), config_file)
+        timer = timer_reasons(read, self.wanted_units(), self.value("__hostcheck_timer_unit_dir"))
+        run = truthy(self.var("hostcheck_run"))
+        report_path = f"{self.var('hostcheck_report_dir')}/report.json"
+        stale = stale_reasons(read, report_path)
+        plan = {
+            "install": install,
+            "install_hostcheck": install_hostcheck,
+            "config": config,
+            "timer": timer,
+            "run": run_reasons(self.var("hostcheck_measure"), bool(install or config), stale)
+            if run
+            else [],
+            "hostcheck": (read["venv"]["hostcheck"] or {}).get("version"),
+            "torch": read["venv"]["distributions"].get("torch"),
+            "systemd": read["systemd"],
+            "units_present": [name for name, found in read["units"].items() if found],
+        }
+        return plan, plan_message(plan, run, venv, (read["report"] or {}).get("started_at"))
+
     def validate(self) -> dict:
         ranges = self.value("__hostcheck_number_ranges")
         numbers = numbers_in_range({name: self.var(name) for name in ranges}, ranges)
@@ -266,4 +509,6 @@ class ActionModule(RoleValidation):
                 raise Invalid(problem)
             if rc == 3:
                 self.note(f"hostcheck_config: not checked on the controller: {stdout}")
-        return {"numbers": numbers}
+        if not self.enabled():
+            return {"numbers": numbers, "os_vars": {}}
+        return {"numbers": numbers, "os_vars": os_vars_for(self.os_vars(OS_VARS), self.facts())}

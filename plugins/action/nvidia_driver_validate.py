@@ -6,19 +6,24 @@
 Checks, in this order: nvidia_driver_enabled is a boolean; (enabled) the numeric variables
 against their ranges (__nvidia_driver_number_ranges, vars/main.yml); (enabled) the variables
 together and against this OS's package table (vars/<OS>.yml, the first of Distribution-Major,
-Distribution, OsFamily-Major, OsFamily), with the nvidia_driver_settings filter. The host is not
-read beyond its facts. values (empty when the role is switched off):
+Distribution, OsFamily-Major, OsFamily), with the nvidia_driver_settings filter; then the host
+is read once (hostcheck.gpu_hosts.nvidia_driver_probe). values (empty when the role is switched
+off):
 
     wanted   the variables as nvidia_driver_settings normalised them (__nvidia_driver_wanted)
     plan     packages, module stream, repository for this OS (__nvidia_driver_plan)
     os       this OS as the filters see it
     os_vars  the per-OS variables, templated (vars/main.yml aliases the ones the tasks use)
+    probe    what the probe read: GPUs, packages, modules, Secure Boot (__nvidia_driver_probe)
+    install  whether main.yml installs the driver here: a GPU is on the PCI bus, or
+             nvidia_driver_skip_without_gpu is false (a host without one is noted, not failed)
 
 The rest is in plugins/plugin_utils/role_validation.py.
 """
 
 from __future__ import annotations
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.filter.core import to_json
 from ansible.template import trust_as_template
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
@@ -56,6 +61,7 @@ GIVEN = {
 CUDA_REPOS = "https://developer.download.nvidia.com/compute/cuda/repos/"
 # NVIDIA's repository names the architecture its own way (arm64 servers: sbsa).
 CUDA_ARCHES = {"x86_64": "x86_64", "aarch64": "sbsa"}
+PROBE = "hostcheck.gpu_hosts.nvidia_driver_probe"
 
 
 def check_enabled(enabled: object) -> bool:
@@ -112,7 +118,16 @@ def _trusted(data):
     return data
 
 
+def installs_here(probe: dict, skip_without_gpu: bool) -> bool:
+    return bool(probe["gpus"]) or not skip_without_gpu
+
+
 class ActionModule(RoleValidation):
+    SWITCHED_OFF = "the NVIDIA driver is left as it is"
+    # what read_driver_state() read in this task (the verify action compares it when it
+    # validated now)
+    probed: dict | None = None
+
     def validate(self) -> dict:
         if not check_enabled(self.var("nvidia_driver_enabled")):
             return {}
@@ -138,4 +153,25 @@ class ActionModule(RoleValidation):
                 "nvidia_driver_cuda_repo_key_url",
             ]
         }
-        return nvidia_driver_values(variables, os_vars, facts)
+        values = nvidia_driver_values(variables, os_vars, facts)
+        values["probe"] = self.read_driver_state(values["wanted"])
+        values["install"] = installs_here(
+            values["probe"], boolean(self.var("nvidia_driver_skip_without_gpu"))
+        )
+        if not values["install"]:
+            self.note(
+                f"{self._vars.get('inventory_hostname')}: no NVIDIA GPU on the PCI bus (no vendor "
+                "0x10de display controller in /sys/bus/pci/devices): the NVIDIA driver is not "
+                "installed here (nvidia_driver_skip_without_gpu: false installs it anyway)"
+            )
+        return values
+
+    def read_driver_state(self, wanted: dict) -> dict:
+        args = {
+            "mok_key": wanted["mok_key"],
+            "mok_cert": wanted["mok_cert"],
+            "nouveau_file": self.value("__nvidia_driver_nouveau_file"),
+        }
+        read = self.on_host(PROBE, args)
+        self.probed = {key: value for key, value in read.items() if not key.startswith("_ansible")}
+        return self.probed

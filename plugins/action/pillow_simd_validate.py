@@ -4,16 +4,33 @@ the host and its CPU flags, which decide the AVX2 build:
     - hostcheck.gpu_hosts.pillow_simd_validate:
       register: __pillow_simd_validation
 
-values (with pillow_simd_enabled; the host is not read otherwise): cpu_flags, the flags of
-/proc/cpuinfo ([] where it lists none), and avx2_build, whether to build with -mavx2; the
-role's vars/main.yml names them __pillow_simd_cpu_flags and __pillow_simd_avx2_build. The host
-is read with one command (HOST_SCRIPT); the rest is in plugins/plugin_utils/role_validation.py.
+values (with pillow_simd_enabled; the host is not read otherwise), which the role's
+vars/main.yml names __pillow_simd_<value>:
+
+    cpu_flags      the flags of /proc/cpuinfo ([] where it lists none)
+    avx2_build     whether to build with -mavx2
+    benchmark      pillow_simd_benchmark as a boolean
+    skip_reason    why pillow-simd cannot be built on this host ("" when it can); the rest
+                   is there only when it can:
+    venv, version  pillow_simd_venv without a trailing /, pillow_simd_version as a string
+    cache          pillow_simd_wheel_cache as a real path on the controller ("" for none)
+    os_vars        the first of vars/<Distribution>-<major>.yml, <Distribution>.yml,
+                   <os_family>-<major>.yml, <os_family>.yml, templated with the facts
+    packages_hash  sha1 of the sorted library and extra packages (in the wheel's cache key)
+    probe_args     the arguments of files/pillow_simd_helper.py probe for this host
+
+The host is read with one command (HOST_SCRIPT), facts gathered (subset min) if the play did
+not; the rest is in plugins/plugin_utils/role_validation.py.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.template import trust_as_template
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
     Invalid,
     RoleValidation,
@@ -44,6 +61,12 @@ echo "grep:$?"
 echo "flags:$flags"
 """
 KINDS = ("venv", "full", "empty", "dangling", "file", "missing")
+OS_VARS = [
+    "{distribution}-{distribution_major_version}",
+    "{distribution}",
+    "{os_family}-{distribution_major_version}",
+    "{os_family}",
+]
 
 
 def avx2_choice(
@@ -87,6 +110,61 @@ def avx2_choice(
             f"{plain(shown)})"
         )
     return word
+
+
+def benchmark_choice(benchmark: object) -> bool:
+    """pillow_simd_benchmark as a boolean (what Ansible reads as one)."""
+    try:
+        return boolean(benchmark, strict=True)
+    except TypeError:
+        raise Invalid(f"pillow_simd_benchmark: true or false, got '{benchmark}'") from None
+
+
+def skip_reason(facts: dict, has_os_vars: bool, flags: list[str]) -> str:
+    """Why pillow-simd cannot be built on this host; "" when it can."""
+    if not has_os_vars:
+        return f"no package list for {facts.get('distribution')} in roles/pillow_simd/vars"
+    if facts.get("architecture") != "x86_64":
+        return (
+            "pillow-simd is x86-64 only (its build passes -msse4); this host is "
+            f"{facts.get('architecture')}"
+        )
+    if "sse4_1" not in flags:
+        return "this CPU has no SSE4.1, which every pillow-simd build needs"
+    return ""
+
+
+def build_values(
+    venv: str,
+    version: object,
+    venv_python: str,
+    wheel_cache: str,
+    extra_packages: list[str],
+    os_vars: dict,
+    avx2_build: bool,
+) -> dict:
+    """The venv path, version and build inputs the tasks and the probe use."""
+    venv = venv.rstrip("/")
+    # sorted as Jinja's sort sorts (case-insensitively): the cache keys of wheels built before
+    packages = sorted([*os_vars["__pillow_simd_library_packages"], *extra_packages], key=str.lower)
+    packages_hash = hashlib.sha1(" ".join(packages).encode()).hexdigest()
+    probe_args = [
+        "probe",
+        "--venv", venv,
+        "--venv-python", venv_python,
+        "--version", str(version),
+        "--avx2", "yes" if avx2_build else "no",
+        "--os-key", os_vars["__pillow_simd_os_key"],
+        "--packages-hash", packages_hash,
+    ]  # fmt: skip
+    return {
+        "venv": venv,
+        "version": str(version),
+        "cache": os.path.realpath(wheel_cache) if wheel_cache else "",
+        "os_vars": os_vars,
+        "packages_hash": packages_hash,
+        "probe_args": probe_args,
+    }
 
 
 def plain(value: object) -> object:
@@ -137,6 +215,8 @@ def host_values(venv: str, host: str, avx2: str, kind: str, flags: list[str]) ->
 
 
 class ActionModule(RoleValidation):
+    SWITCHED_OFF = "PIL in {pillow_simd_venv} left as it is"
+
     def validate(self) -> dict:
         venv = self.var("pillow_simd_venv")
         avx2 = avx2_choice(
@@ -147,6 +227,7 @@ class ActionModule(RoleValidation):
             self.var("pillow_simd_venv_python"),
             self.var("pillow_simd_extra_packages"),
         )
+        benchmark = benchmark_choice(self.var("pillow_simd_benchmark"))
         if not self.enabled():
             return {}
         host = str(self._vars.get("inventory_hostname", "the host"))
@@ -161,4 +242,30 @@ class ActionModule(RoleValidation):
             ) from None
         if rc not in (0, 1):
             raise Invalid(f"pillow_simd: reading the CPU flags of {host} failed (grep exit {rc})")
-        return host_values(venv, host, avx2, kind, flags)
+        values = {**host_values(venv, host, avx2, kind, flags), "benchmark": benchmark}
+        facts = self.facts()
+        os_vars = self.os_vars(OS_VARS)
+        values["skip_reason"] = skip_reason(facts, bool(os_vars), flags)
+        if values["skip_reason"]:
+            if not self.VERIFIES:
+                self.note(f"pillow_simd: skipped on {host}: {values['skip_reason']}")
+            return values
+        # vars/<OS>.yml name facts in the cache key ("debian-{{ ansible_facts[...] }}")
+        templar = self._templar.copy_with_new_env(
+            available_variables={**self._vars, "ansible_facts": facts}
+        )
+        os_vars["__pillow_simd_os_key"] = templar.template(
+            trust_as_template(os_vars["__pillow_simd_os_key"])
+        )
+        return {
+            **values,
+            **build_values(
+                venv,
+                self.var("pillow_simd_version"),
+                self.var("pillow_simd_venv_python"),
+                self.var("pillow_simd_wheel_cache"),
+                self.var("pillow_simd_extra_packages"),
+                os_vars,
+                values["avx2_build"],
+            ),
+        }

@@ -1,24 +1,36 @@
 """Validates the sysctl_tuning role's variables, then (when the role is enabled) reads the host's
-kernel with the role's probe module (changes nothing) and checks the settings against it:
+kernel and the role's files with the role's probe module (one round trip, changes nothing),
+checks the settings against it and works out what, if anything, must change:
 
     - hostcheck.gpu_hosts.sysctl_tuning_validate:
       register: __sysctl_tuning_validation
 
-values.wanted is {sysctl name: value as the kernel prints it} (null values left out);
-values.probe is what plugins/modules/sysctl_tuning_probe.py read (only when the role is
-enabled). The role's tasks act on that live state (THP modes, governors, sysctl values, its
-files), so this validation never returns an earlier result of the run (REUSE = False): main.yml
-reads the kernel again, as provision.yml's validation did before the roles ahead of it ran. The
-rest is in plugins/plugin_utils/role_validation.py.
+values.wanted is {sysctl name: value as the kernel prints it} (null values left out) and
+values.changes what main.yml must change, one line each ([] on a host that is as the variables
+ask, or with the role switched off: main.yml then includes nothing). Only when something is to
+change, the tasks get what they act on: values.probe, what plugins/modules/sysctl_tuning_probe.py
+read, and values.units, the two boot-time settings (governor and THP: unit, whether this host
+gets it). What the role leaves alone on this host, and why, comes back as notes.
+The role's tasks act on that live state (THP modes, governors, sysctl values, its files), so
+this validation never returns an earlier result of the run (REUSE = False): main.yml reads the
+kernel again, as provision.yml's validation did before the roles ahead of it ran. The rest is
+in plugins/plugin_utils/role_validation.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 
+import jinja2
+from ansible import constants
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.sysctl_tuning import (
+    sysctl_tuning_parse_file,
+    sysctl_tuning_same,
     sysctl_tuning_settings,
+    sysctl_tuning_todo,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
     Invalid,
@@ -110,7 +122,295 @@ def sysctl_tuning_on_host(
     return wanted
 
 
+# systemd's ActiveState of a unit that ansible.builtin.systemd_service counts as started
+STARTED = ("active", "activating")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tuning:
+    """What the role's variables ask of a host (validated), and where the role keeps it."""
+
+    wanted: dict[str, str]
+    governor: str | None
+    thp_modes: dict[str, str | None]  # {"enabled": sysctl_tuning_thp_enabled, "defrag": ...}
+    sysctl_file: str
+    boot_method: str  # systemd (a unit per setting) or tuned (a profile)
+    unit_dir: str = "/etc/systemd/system"
+    governor_unit: str = "hostcheck-cpu-governor.service"
+    thp_unit: str = "hostcheck-thp.service"
+    tuned_service: str = "tuned"
+    tuned_profile: str = "hostcheck-training"
+    tuned_profile_dir: str = "/etc/tuned"
+    thp_dir: str = THP_DIR
+
+    @property
+    def tuned_dir(self) -> str:
+        return f"{self.tuned_profile_dir}/{self.tuned_profile}"
+
+    @property
+    def tuned_conf(self) -> str:
+        return f"{self.tuned_dir}/tuned.conf"
+
+    def boot_settings(self) -> list[dict]:
+        """The governor and the THP modes at boot: the unit that sets each (systemd), the
+        target folder that enables it, and the lines its unit and the tuned profile hold."""
+        enabled, defrag = self.thp_modes["enabled"], self.thp_modes["defrag"]
+        return [
+            {
+                "name": self.governor_unit,
+                "wants": "multi-user.target.wants",
+                "lines": [f"echo {self.governor} >"],
+                "tuned": [f"governor={self.governor}"],
+            },
+            {
+                "name": self.thp_unit,
+                "wants": "sysinit.target.wants",
+                "lines": [
+                    f"echo {mode} > {self.thp_dir}/{which}"
+                    for which, mode in self.thp_modes.items()
+                    if mode
+                ],
+                "tuned": ([f"transparent_hugepages={enabled}"] if enabled else [])
+                + ([f"{self.thp_dir}/defrag={defrag}"] if defrag else []),
+            },
+        ]
+
+    def units(self, probe: dict) -> list[dict]:
+        """boot_settings, each `wanted` where this host gets it: its variable is set and the
+        host has its /sys files."""
+        governor, thp = self.boot_settings()
+        thp_set = any(mode is not None for mode in self.thp_modes.values())
+        return [
+            {**governor, "wanted": self.governor is not None and probe["cpufreq"]["present"]},
+            {**thp, "wanted": thp_set and probe["thp"]["present"]},
+        ]
+
+    def unit_path(self, unit: dict) -> str:
+        return f"{self.unit_dir}/{unit['name']}"
+
+    def unit_link(self, unit: dict) -> str:
+        return f"{self.unit_dir}/{unit['wants']}/{unit['name']}"
+
+    def probe_args(self) -> dict:
+        """What the probe reads besides the sysctls: the role's files, their modes and owners,
+        and the units' state."""
+        units = self.boot_settings()
+        boot_files = [
+            path for unit in units for path in (self.unit_path(unit), self.unit_link(unit))
+        ]
+        return {
+            "files": [self.sysctl_file, *boot_files, self.tuned_conf],
+            "stat": [*map(self.unit_path, units), self.tuned_dir, self.tuned_conf],
+            "units": [unit["name"] for unit in units]
+            + ([self.tuned_service] if self.boot_method == "tuned" else []),
+        }
+
+    def boot_applies(self, probe: dict) -> bool:
+        """Whether main.yml keeps the governor and THP across reboots here: on a kernel of the
+        host's own, or with units that systemd in a container keeps but skips."""
+        return not probe["live_sys_blockers"] or (
+            self.boot_method == "systemd" and bool(probe["systemd_container"])
+        )
+
+
+def owned_by_root(found: dict | None, mode: str, directory: bool = False) -> bool:
+    """A path's stat as the probe read it: there, root's, with this mode."""
+    return found == {"mode": mode, "uid": 0, "gid": 0, "directory": directory}
+
+
+def sysctl_file_changes(tuning: Tuning, probe: dict) -> list[str]:
+    """The lines of the role's sysctl.d file to write or drop, and the live values to set where
+    the kernel takes them (sysctl.yml)."""
+    path = tuning.sysctl_file
+    text = probe["files"][path]
+    if not tuning.wanted:
+        return [] if text is None else [f"{path}: remove it (no settings)"]
+    live = None if probe["live_sysctl_blockers"] else probe["sysctl"]
+    return (
+        ([f"{path}: create it"] if text is None else [])
+        + [
+            f"{item['key']} = {item['value']}"
+            for item in sysctl_tuning_todo(tuning.wanted, text, live)
+        ]
+        + [
+            f"{path}: drop {key}"
+            for key in sysctl_tuning_parse_file(text)
+            if key not in tuning.wanted
+        ]
+    )
+
+
+def live_sys_changes(tuning: Tuning, probe: dict) -> list[str]:
+    """The CPUs whose governor and the THP modes to set now (cpu.yml), on a kernel the role
+    may set."""
+    if probe["live_sys_blockers"]:
+        return []
+    changes = []
+    if tuning.governor is not None:
+        governors = probe["cpufreq"]["governors"]
+        off = [cpu for cpu, governor in governors.items() if governor != tuning.governor]
+        if off:
+            changes.append(f"{', '.join(off)}: governor {tuning.governor}")
+    for which, mode in tuning.thp_modes.items():
+        found = probe["thp"][which]
+        if mode is not None and found is not None and found["selected"] != mode:
+            changes.append(f"{tuning.thp_dir}/{which}: {mode}")
+    return changes
+
+
+def boot_unit_changes(tuning: Tuning, probe: dict, expected: dict[str, str]) -> list[str]:
+    """boot-systemd.yml: the wanted units written (as `expected` has them), enabled and, on a
+    kernel the role may set, started; the others removed."""
+    if not probe["systemd"]:
+        return []
+    changes = []
+    for unit in tuning.units(probe):
+        path = tuning.unit_path(unit)
+        if not unit["wanted"]:
+            if probe["files"][path] is not None:
+                changes.append(f"{path}: remove it (no longer wanted)")
+            continue
+        if probe["files"][path] != expected[path] or not owned_by_root(probe["stat"][path], "0644"):
+            changes.append(f"{path}: write it")
+        state = probe["units"].get(unit["name"], {})
+        if state.get("UnitFileState") != "enabled":
+            changes.append(f"{unit['name']}: enable it")
+        if not probe["live_sys_blockers"] and state.get("ActiveState") not in STARTED:
+            changes.append(f"{unit['name']}: start it")
+    return changes
+
+
+def tuned_profile_changes(tuning: Tuning, probe: dict, expected: dict[str, str]) -> list[str]:
+    """boot-tuned.yml: tuned installed, enabled and running, the role's profile written (as
+    `expected` has it) and active; nothing when neither setting is wanted."""
+    if not any(unit["wanted"] for unit in tuning.units(probe)):
+        return []
+    service = probe["units"].get(tuning.tuned_service, {})
+    changes = []
+    if service.get("LoadState") != "loaded":
+        changes.append(f"{tuning.tuned_service}: install it")
+    if service.get("UnitFileState") != "enabled" or service.get("ActiveState") not in STARTED:
+        changes.append(f"{tuning.tuned_service}: enable and start it")
+    if not owned_by_root(probe["stat"][tuning.tuned_dir], "0755", directory=True):
+        changes.append(f"{tuning.tuned_dir}: create it")
+    conf = tuning.tuned_conf
+    if probe["files"][conf] != expected[conf] or not owned_by_root(probe["stat"][conf], "0644"):
+        changes.append(f"{conf}: write it")
+    if probe["tuned_active_profile"] != tuning.tuned_profile:
+        changes.append(f"tuned-adm profile {tuning.tuned_profile}")
+    return changes
+
+
+def sysctl_tuning_changes(tuning: Tuning, probe: dict, expected: dict[str, str]) -> list[str]:
+    """Everything main.yml would change on this host, one line each; [] when nothing.
+    `expected` is the text of each boot file the role writes here (expected_boot_files)."""
+    changes = sysctl_file_changes(tuning, probe) + live_sys_changes(tuning, probe)
+    if tuning.boot_applies(probe):
+        if tuning.boot_method == "systemd":
+            changes += boot_unit_changes(tuning, probe, expected)
+        else:
+            changes += tuned_profile_changes(tuning, probe, expected)
+    return changes
+
+
+def blockers(probe: dict) -> list[str]:
+    """Why nothing is set live here (each reason once), empty on a writable kernel of its own."""
+    return list(dict.fromkeys(probe["live_sysctl_blockers"] + probe["live_sys_blockers"]))
+
+
+def sysctl_tuning_notes(tuning: Tuning, probe: dict, host: str) -> list[str]:
+    """What the role leaves alone on this host and why, and the files read after its own at
+    boot that set other values: said on every run, changes or not."""
+    notes = []
+    if blockers(probe):
+        skipped = []
+        if probe["live_sysctl_blockers"]:
+            skipped.append(
+                f"live sysctl values ({tuning.sysctl_file} is still written, for the next boot "
+                "of a host of its own)"
+            )
+        if (
+            probe["live_sys_blockers"]
+            and tuning.boot_method == "systemd"
+            and probe["systemd_container"]
+        ):
+            skipped.append(
+                "the CPU governor and transparent huge pages, live; at boot only by units that "
+                "systemd skips in a container"
+            )
+        elif probe["live_sys_blockers"]:
+            skipped.append(
+                "the CPU governor and transparent huge pages, live and at boot (no unit, no "
+                "tuned profile)"
+            )
+        notes.append(
+            f"{host}: the kernel is not this host's own or not writable "
+            f"({'; '.join(blockers(probe))}). Skipped: {'; '.join(skipped)}."
+        )
+    for name, value in tuning.wanted.items():
+        later = probe["sysctl"][name]["overridden_by"]
+        if later and not sysctl_tuning_same(later[-1][1], value):
+            notes.append(
+                f"{name}: {later[-1][0]} sets {later[-1][1]} and is read after "
+                f"{tuning.sysctl_file} at boot, so a reboot ends with that value, not {value}: "
+                "remove the line there (verify.yml fails until then)"
+            )
+    if not probe["live_sys_blockers"]:
+        if tuning.governor is not None and not probe["cpufreq"]["present"]:
+            notes.append(
+                "sysctl_tuning_cpu_governor: this host has no cpufreq "
+                "(/sys/devices/system/cpu/cpu*/cpufreq: a VM, or no cpufreq driver); governor "
+                "left alone"
+            )
+        modes = [mode for mode in tuning.thp_modes.values() if mode is not None]
+        if modes and not probe["thp"]["present"]:
+            notes.append(
+                f"sysctl_tuning_thp_enabled/defrag: this kernel has no {tuning.thp_dir}; left alone"
+            )
+    if tuning.boot_applies(probe) and tuning.boot_method == "systemd" and not probe["systemd"]:
+        notes.append(
+            f"{host} does not run systemd: the CPU governor and THP are set now, but nothing "
+            "sets them again after a reboot"
+        )
+    wanted_units = [unit for unit in tuning.units(probe) if unit["wanted"]]
+    if tuning.boot_applies(probe) and tuning.boot_method == "tuned" and not wanted_units:
+        notes.append(
+            "sysctl_tuning_cpu_governor and sysctl_tuning_thp_* are null (or this host lacks "
+            "their /sys files): tuned and its active profile left as they are"
+        )
+    return notes
+
+
+def expected_boot_files(
+    tuning: Tuning, probe: dict, templates: str, variables: dict
+) -> dict[str, str]:
+    """{path: text} of the boot files the role writes on this host, rendered from the role's
+    templates as ansible.builtin.template renders them (trim_blocks, the last newline kept)."""
+    sources = {}
+    if tuning.boot_method == "systemd":
+        for unit in tuning.units(probe):
+            if unit["wanted"]:
+                sources[tuning.unit_path(unit)] = f"{unit['name']}.j2"
+    else:
+        sources[tuning.tuned_conf] = "tuned.conf.j2"
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates),
+        trim_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+    rendered = {}
+    for path, source in sources.items():
+        try:
+            rendered[path] = environment.get_template(source).render(variables)
+        except jinja2.TemplateError as exc:
+            raise Invalid(f"sysctl_tuning: rendering templates/{source} failed: {exc}") from exc
+    return rendered
+
+
 class ActionModule(RoleValidation):
+    SWITCHED_OFF = "sysctls, CPU governor and THP left as they are"
     # main.yml acts on the live state the probe reads: read it again every time
     REUSE = False
 
@@ -131,7 +431,24 @@ class ActionModule(RoleValidation):
             settings,
         )
         if not self.enabled():
-            return {"wanted": wanted}
+            return {"wanted": wanted, "changes": []}
+        os_vars = self.os_vars(
+            ["{distribution}-{distribution_major_version}", "{distribution}", "{os_family}"]
+        )
+        tuning = Tuning(
+            wanted=wanted,
+            governor=governor,
+            thp_modes=thp_modes,
+            sysctl_file=sysctl_file,
+            boot_method=os_vars["__sysctl_tuning_boot_method"],
+            unit_dir=self.value("__sysctl_tuning_unit_dir"),
+            governor_unit=self.value("__sysctl_tuning_governor_unit"),
+            thp_unit=self.value("__sysctl_tuning_thp_unit"),
+            tuned_service=os_vars.get("__sysctl_tuning_tuned_service", "tuned"),
+            tuned_profile=self.value("__sysctl_tuning_tuned_profile"),
+            tuned_profile_dir=os_vars.get("__sysctl_tuning_tuned_profile_dir", "/etc/tuned"),
+            thp_dir=self.value("__sysctl_tuning_thp_dir"),
+        )
         read = self.on_host(
             "hostcheck.gpu_hosts.sysctl_tuning_probe",
             {
@@ -140,7 +457,7 @@ class ActionModule(RoleValidation):
                 "controller_boot_id": self.value("__sysctl_tuning_controller_boot_id"),
                 "controller_namespaces": self.value("__sysctl_tuning_controller_namespaces"),
                 "own_file": sysctl_file,
-                "files": [sysctl_file],
+                **tuning.probe_args(),
             },
         )
         probe = {
@@ -149,7 +466,35 @@ class ActionModule(RoleValidation):
             if not key.startswith("_")
             and key not in ("invocation", "changed", "failed", "warnings", "deprecations")
         }
-        wanted = sysctl_tuning_on_host(
-            settings, probe, governor, thp_modes, self.value("__sysctl_tuning_thp_dir")
+        wanted = sysctl_tuning_on_host(settings, probe, governor, thp_modes, tuning.thp_dir)
+        tuning = dataclasses.replace(tuning, wanted=wanted)
+        if self.VERIFIES:
+            # sysctl_tuning_verify compares these; its validation is its own (REUSE is False)
+            self.checked = tuning, probe
+            return {"wanted": wanted}
+        for note in sysctl_tuning_notes(tuning, probe, self.value("inventory_hostname")):
+            self.note(note)
+        expected = expected_boot_files(
+            tuning,
+            probe,
+            os.path.join(self.role_path, "templates"),
+            {
+                **self.given,
+                **os_vars,
+                "__sysctl_tuning_thp_dir": tuning.thp_dir,
+                "ansible_managed": self.ansible_managed(),
+            },
         )
-        return {"wanted": wanted, "probe": probe}
+        changes = sysctl_tuning_changes(tuning, probe, expected)
+        if not changes:
+            # shown with the notes every run: only what says that nothing is to change
+            return {"wanted": wanted, "changes": []}
+        return {"wanted": wanted, "changes": changes, "probe": probe, "units": tuning.units(probe)}
+
+    def ansible_managed(self) -> str:
+        """{{ ansible_managed }} as the template module fills it in: the variable where it is
+        set, else the configured string (one with a date or host in it never matches the file,
+        so the role then runs its tasks every time, which change nothing)."""
+        if "ansible_managed" in self._vars:
+            return str(self.value("ansible_managed"))
+        return str(constants.config.get_config_value("DEFAULT_MANAGED_STR"))

@@ -1,16 +1,21 @@
-"""Validates the ulimits role's variables, then (when the role is enabled) what pam_limits can
-set on the host, read with one command (changes nothing):
+"""Validates the ulimits role's variables, then (when the role is enabled) reads the host with
+one call of the role's probe module (changes nothing): what pam_limits can set here, and how our
+limits.d file and system.conf.d drop-in differ from what the variables want.
 
     - hostcheck.gpu_hosts.ulimits_validate:
       register: __ulimits_validation
 
-values.conf is {item: {soft, hard}} as limits.conf takes them ('65536', 'unlimited');
-values.nr_open is the host's fs.nr_open (only when the role is enabled). The rest is in
-plugins/plugin_utils/role_validation.py.
+values.conf is {item: {soft, hard}} as limits.conf takes them ('65536', 'unlimited'). When the
+role is enabled: values.nr_open is the host's fs.nr_open; values.plan the entries of our
+limits.d file to remove and to set; values.systemd whether the drop-in is managed here
+(ulimits_systemd_enabled, and systemd runs); values.dropin its text; values.changes what
+differs ([] when nothing must change: main.yml then includes no task that changes anything).
+The rest is in plugins/plugin_utils/role_validation.py.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
@@ -18,10 +23,12 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     KINDS,
     ulimits_cap_sys_resource,
     ulimits_conf_value,
-    ulimits_grep_files,
+    ulimits_entries,
     ulimits_host_problems,
     ulimits_pam_limits,
+    ulimits_plan,
     ulimits_proc_limits,
+    ulimits_systemd_dropin,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
     Invalid,
@@ -31,10 +38,13 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validatio
 # A user name, a @group name, or '*'.
 DOMAIN = re.compile(r"^(\*|@?[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?)$")
 SERVICE = re.compile(r"^[A-Za-z0-9._-]+$")
-# fs.nr_open, the limits of PID 1, our own capabilities and the PAM stacks, in one read.
+PROBE = "hostcheck.gpu_hosts.ulimits_probe"
+# fs.nr_open, the limits of PID 1, our own capabilities and the PAM stacks.
 NR_OPEN = "/proc/sys/fs/nr_open"
-HOST_READ = ["grep", "-RsH", "", NR_OPEN, "/proc/1/limits", "/proc/self/status", "/etc/pam.d"]
+HOST_READ = [NR_OPEN, "/proc/1/limits", "/proc/self/status", "/etc/pam.d"]
 DEFAULT_PAM_FIX = "add 'session required pam_limits.so' to /etc/pam.d/{service}"
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
 
 
 def _matches(pattern: re.Pattern, value: object) -> bool:
@@ -83,19 +93,18 @@ def root_note(users: list) -> str | None:
 
 
 def host_checks(
-    conf: dict, raw: dict, grep_text: str, pam_services: list, pam_fix: str | None
+    conf: dict, raw: dict, files: dict, pam_services: list, pam_fix: str | None
 ) -> tuple[int, list[str]]:
-    """fs.nr_open and the notes (login services this host lacks), from `grep -RsH ''` of
-    HOST_READ; Invalid when pam_limits could not apply the values here, or a login service's
-    session stack lacks pam_limits.so."""
-    files = ulimits_grep_files(grep_text)
+    """fs.nr_open and the notes (login services this host lacks), from the files of HOST_READ
+    ({path: text}, as the probe reads them); Invalid when pam_limits could not apply the values
+    here, or a login service's session stack lacks pam_limits.so."""
     nr_open = int(files[NR_OPEN])
     pid1 = ulimits_proc_limits(files.get("/proc/1/limits", ""))
     may_raise = ulimits_cap_sys_resource(files.get("/proc/self/status", ""))
     problems = ulimits_host_problems(conf, raw, nr_open, pid1, may_raise)
     if problems:
         raise Invalid("; ".join(problems))
-    state = ulimits_pam_limits(grep_text, pam_services)
+    state = ulimits_pam_limits(files, pam_services)
     notes = [
         f"/etc/pam.d/{service} does not exist here: not checked for pam_limits.so"
         for service in pam_services
@@ -113,12 +122,81 @@ def host_checks(
     return nr_open, notes
 
 
+def flag(value: object, name: str) -> bool:
+    """A yes/no variable as Ansible's conditionals read it, or Invalid naming it."""
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in TRUE_WORDS + FALSE_WORDS:
+        return str(value).lower() in TRUE_WORDS
+    raise Invalid(f"{name}: true or false; got {value!r}")
+
+
+def systemd_skipped(systemd_enabled: bool) -> str:
+    """Why services are not given the limits here (systemd_enabled false, or no systemd)."""
+    if not systemd_enabled:
+        return "ulimits_systemd_enabled is false"
+    return "systemd is not the init system here (no /run/systemd/system)"
+
+
+def path_drift(state: dict, kind: str, mode: str) -> str | None:
+    """How a path (the probe's stat of it) differs from a `kind` root owns with `mode`."""
+    if state.get("type") is None:
+        return "does not exist"
+    if state["type"] != kind:
+        return f"is not a {kind}"
+    wrong = []
+    if (state["uid"], state["gid"]) != (0, 0):
+        wrong.append(f"owner {state['uid']}:{state['gid']}, not root:root")
+    if state["mode"] != mode:
+        wrong.append(f"mode {state['mode']}, not {mode}")
+    return ", ".join(wrong) or None
+
+
+def limits_file_changes(
+    path: str, text: str | None, state: dict, header: str, wanted: list
+) -> tuple[dict, list[str]]:
+    """The plan for our limits.d file (its entries to remove and to set, as limits.yml does
+    them) and what differs there ([] when nothing does)."""
+    plan = ulimits_plan(text or "", wanted)
+    differs = []
+    drift = path_drift(state, "file", "0644")
+    if drift:
+        differs.append(drift)
+    elif header not in (text or "").splitlines():
+        differs.append("has no header line")
+    if plan["remove"]:
+        differs.append(f"entries to remove: {[' '.join(key) for key in plan['remove']]}")
+    if plan["set"]:
+        differs.append(f"entries to set: {[' '.join(entry) for entry in plan['set']]}")
+    return plan, [f"{path} {what}" for what in differs]
+
+
+def dropin_changes(path: str, text: str | None, stats: dict, wanted_text: str) -> list[str]:
+    """What differs at our system.conf.d drop-in and its folder ([] when nothing does)."""
+    folder = os.path.dirname(path)
+    differs = []
+    drift = path_drift(stats[folder], "directory", "0755")
+    if drift:
+        differs.append(f"{folder} {drift}")
+    drift = path_drift(stats[path], "file", "0644")
+    if drift:
+        differs.append(f"{path} {drift}")
+    if text != wanted_text and stats[path].get("type") == "file":
+        differs.append(f"{path} does not have the limits of ulimits_* as the role writes them")
+    return differs
+
+
 class ActionModule(RoleValidation):
+    SWITCHED_OFF = "limits.d and systemd left as they are"
+    # what validate() read on the host (the probe's result); None until it has
+    probed: dict | None = None
+
     def validate(self) -> dict:
         users = self.var("ulimits_users")
         services = self.var("ulimits_pam_services")
         raw = {item: {kind: self.var(f"ulimits_{item}_{kind}") for kind in KINDS} for item in ITEMS}
         conf = ulimits_conf(users, services, raw)
+        systemd_enabled = flag(self.var("ulimits_systemd_enabled"), "ulimits_systemd_enabled")
         note = root_note(users)
         if note:
             self.note(note)
@@ -127,14 +205,45 @@ class ActionModule(RoleValidation):
         pam_fix = self.os_vars(
             ["{distribution}-{distribution_major_version}", "{distribution}", "{os_family}"]
         ).get("__ulimits_pam_fix")
-        read = self.host_command(HOST_READ)
-        if read.get("rc") not in (0, 2) or f"{NR_OPEN}:" not in read.get("stdout", ""):
-            raise Invalid(
-                f"ulimits: reading the host ({' '.join(HOST_READ[:2])} '' "
-                f"{' '.join(HOST_READ[3:])}) failed: rc {read.get('rc')}, "
-                f"{(read.get('stderr') or read.get('msg') or 'no ' + NR_OPEN).strip()}"
-            )
-        nr_open, notes = host_checks(conf, raw, read["stdout"], services, pam_fix)
+        limits_file = self.value("__ulimits_limits_file")
+        dropin = self.value("__ulimits_systemd_file")
+        self.probed = self.on_host(PROBE, self.probe_args())
+        files = self.probed["files"]
+        if NR_OPEN not in files:
+            raise Invalid(f"ulimits: reading the host failed: no {NR_OPEN}")
+        nr_open, notes = host_checks(conf, raw, files, services, pam_fix)
         for message in notes:
             self.note(message)
-        return {"conf": conf, "nr_open": nr_open}
+        plan, changes = limits_file_changes(
+            limits_file,
+            files.get(limits_file),
+            self.probed["stat"][limits_file],
+            self.value("__ulimits_header"),
+            ulimits_entries(users, conf),
+        )
+        systemd = systemd_enabled and self.probed["systemd"]
+        dropin_text = ulimits_systemd_dropin(conf, nr_open)
+        if systemd:
+            changes += dropin_changes(dropin, files.get(dropin), self.probed["stat"], dropin_text)
+        elif not self.VERIFIES:
+            self.note(
+                f"{systemd_skipped(systemd_enabled)}: no system.conf.d drop-in; services keep "
+                "the limits their parent gives them"
+            )
+        return {
+            "conf": conf,
+            "nr_open": nr_open,
+            "plan": plan,
+            "systemd": systemd,
+            "dropin": dropin_text,
+            "changes": changes,
+        }
+
+    def probe_args(self) -> dict:
+        """What validate() reads: the files of HOST_READ, and ours with their owners and modes."""
+        limits_file = self.value("__ulimits_limits_file")
+        dropin = self.value("__ulimits_systemd_file")
+        return {
+            "read": [*HOST_READ, limits_file, dropin],
+            "stat": [limits_file, os.path.dirname(dropin), dropin],
+        }

@@ -1,15 +1,16 @@
 """Kernel tunables in the sysctl_tuning role: names and values checked strictly, written the
-way the kernel prints them, and sysctl.d files read back.
+way the kernel prints them, and sysctl.d files read back. The role's tasks use two of these as
+filters; its validate and verify actions (plugins/action/sysctl_tuning_*.py) call the rest.
 
-{{ sysctl_tuning_settings | sysctl_tuning_settings('sysctl_tuning_settings') }}
-    {name: value as a string}, null values left out, or an error naming the variable and
-    every bad key; given the probe's `sysctl` result as a second argument, also checks that
-    each name is a writable sysctl of this host's kernel and that a number goes where the
-    kernel has numbers (as many as it has: net.ipv4.tcp_rmem takes three)
 {{ file_text | sysctl_tuning_parse_file }}      {name: value} of a sysctl.d file
-{{ 'a  b' | sysctl_tuning_same('a b') }}          equal field by field (whitespace ignored)
 {{ wanted | sysctl_tuning_todo(file_text, live) }}  [{key, value}] whose line in the file, or
     (live given: the probe's `sysctl`) whose live value, is not the wanted one
+sysctl_tuning_settings(settings, 'sysctl_tuning_settings'[, probe's sysctl])
+    {name: value as a string}, null values left out, or an error naming the variable and
+    every bad key; given the probe's `sysctl` result as a third argument, also checks that
+    each name is a writable sysctl of this host's kernel and that a number goes where the
+    kernel has numbers (as many as it has: net.ipv4.tcp_rmem takes three)
+sysctl_tuning_same('a  b', 'a b')               equal field by field (whitespace ignored)
 """
 
 from __future__ import annotations
@@ -135,8 +136,6 @@ def sysctl_tuning_todo(
 class FilterModule:
     def filters(self):
         return {
-            "sysctl_tuning_settings": sysctl_tuning_settings,
             "sysctl_tuning_parse_file": sysctl_tuning_parse_file,
-            "sysctl_tuning_same": sysctl_tuning_same,
             "sysctl_tuning_todo": sysctl_tuning_todo,
         }

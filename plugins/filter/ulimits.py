@@ -18,12 +18,14 @@ for systemd and for the kernel, and the PAM session stacks read as pam_limits se
 {{ proc_text | ulimits_login_mismatches(conf, nr_open) }}  ['nofile soft: has 1024, wanted ...']
 {{ conf | ulimits_systemd_expected(nr_open) }}         {DefaultLimitNOFILE: .., ...Soft: ..}
 {{ conf | ulimits_systemd_lines(nr_open) }}            ['DefaultLimitNOFILE=65536:1048576', ..]
+{{ conf | ulimits_systemd_dropin(nr_open) }}           the text of the system.conf.d drop-in
 {{ show_text | ulimits_systemctl_show }}               the same, read from systemctl show
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import limits_text
@@ -194,10 +196,11 @@ def ulimits_pam_limits(grep_text: object, services: list) -> dict[str, str]:
     """For each service: 'present' when its session stack runs pam_limits.so, 'missing'
     when it does not (limits.conf is then ignored for those logins), 'absent' when
     /etc/pam.d has no such file. `grep_text` is `grep -r '' /etc/pam.d` output
-    (path:line)."""
+    (path:line), or the files already split ({path: text})."""
+    by_path = grep_text if isinstance(grep_text, Mapping) else ulimits_grep_files(grep_text)
     files = {
         path[len("/etc/pam.d/") :]: text
-        for path, text in ulimits_grep_files(grep_text).items()
+        for path, text in by_path.items()
         if path.startswith("/etc/pam.d/")
     }
     state = {}
@@ -278,6 +281,12 @@ def ulimits_login_mismatches(proc_text: object, conf: dict, nr_open: object) -> 
 
 
 SYSTEMD_NAMES = {"nofile": "NOFILE", "memlock": "MEMLOCK", "nproc": "NPROC"}
+DROPIN_HEAD = [
+    "# Managed by Ansible (role ulimits): the limits of systemd services (limits.conf is for",
+    "# PAM logins only). Applied by systemctl daemon-reexec; a running service keeps its limits",
+    "# until restarted. Edits are overwritten.",
+    "[Manager]",
+]
 
 
 def ulimits_systemd_expected(conf: dict, nr_open: object) -> dict[str, str]:
@@ -298,6 +307,11 @@ def ulimits_systemd_lines(conf: dict, nr_open: object) -> list[str]:
         + ":".join(ulimits_systemd_value(conf[item][kind], item, nr_open) for kind in KINDS)
         for item in ITEMS
     ]
+
+
+def ulimits_systemd_dropin(conf: dict, nr_open: object) -> str:
+    """The text of our system.conf.d drop-in."""
+    return "\n".join([*DROPIN_HEAD, *ulimits_systemd_lines(conf, nr_open), ""])
 
 
 def ulimits_systemctl_show(text: object) -> dict[str, str]:
@@ -326,5 +340,6 @@ class FilterModule:
             "ulimits_login_mismatches": ulimits_login_mismatches,
             "ulimits_systemd_expected": ulimits_systemd_expected,
             "ulimits_systemd_lines": ulimits_systemd_lines,
+            "ulimits_systemd_dropin": ulimits_systemd_dropin,
             "ulimits_systemctl_show": ulimits_systemctl_show,
         }

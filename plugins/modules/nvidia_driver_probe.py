@@ -28,6 +28,10 @@ options:
     description: Private key that must exist on the host (empty for none).
     type: str
     default: ""
+  nouveau_file:
+    description: The modprobe.d file that blacklists nouveau, read back (under root; "" for none).
+    type: str
+    default: ""
 author: hostcheck
 """
 
@@ -67,6 +71,12 @@ driver_version:
 secure_boot:
   description: enabled, disabled, or unsupported (not booted with EFI / no Secure Boot).
   type: str
+  returned: always
+nouveau_blacklisted:
+  description: >-
+    Whether nouveau_file has a "blacklist nouveau" line (false when it is missing), null
+    when no nouveau_file is given.
+  type: bool
   returned: always
 """
 
@@ -188,6 +198,13 @@ def mok_enrolled(cert: str) -> bool | None:
     return None
 
 
+def blacklists_nouveau(root: str, path: str) -> bool | None:
+    if not path:
+        return None
+    lines = (read(os.path.join(root, path.lstrip("/"))) or "").splitlines()
+    return any(line.split() == ["blacklist", "nouveau"] for line in lines)
+
+
 def probe(params: dict) -> dict:
     root = params["root"]
     gpus, switches = pci_devices(root)
@@ -221,6 +238,7 @@ def probe(params: dict) -> dict:
         "systemd": os.path.isdir(os.path.join(root, "run/systemd/system")),
         "initramfs_tool": tools[0] if tools else None,
         "headers": os.path.isdir(os.path.join(root, f"lib/modules/{kernel}/build")),
+        "nouveau_blacklisted": blacklists_nouveau(root, params["nouveau_file"]),
     }
 
 
@@ -230,6 +248,7 @@ def main() -> None:
             "root": {"type": "path", "default": "/"},
             "mok_cert": {"type": "str", "default": ""},
             "mok_key": {"type": "str", "default": ""},
+            "nouveau_file": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )

@@ -40,6 +40,16 @@ options:
     type: list
     elements: path
     default: []
+  stat:
+    description: Paths whose mode and owner to read (the role's boot files and folders).
+    type: list
+    elements: path
+    default: []
+  units:
+    description: systemd units whose load, active and enablement state to read (systemctl show).
+    type: list
+    elements: str
+    default: []
 author: hostcheck
 """
 
@@ -68,6 +78,18 @@ files:
   description: Text of each file asked for, null where it does not exist.
   type: dict
   returned: always
+stat:
+  description: >-
+    Per path asked for, {mode (octal, as "0644"), uid, gid, directory}; null where it does not
+    exist (symbolic links followed).
+  type: dict
+  returned: always
+units:
+  description: >-
+    Per unit asked for, {LoadState, ActiveState, UnitFileState} as systemctl show prints them;
+    empty where systemd does not run.
+  type: dict
+  returned: always
 """
 
 import fnmatch
@@ -75,6 +97,7 @@ import glob
 import os
 import re
 import shutil
+import stat
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
@@ -296,7 +319,52 @@ def shared_reasons(
     return reasons
 
 
-def probe(params: dict, root: str = "", detect_virt=detect_virt_container) -> dict:
+def path_stat(path: str, root: str = "") -> dict | None:
+    try:
+        found = os.stat(root + path)
+    except OSError:
+        return None
+    return {
+        "mode": f"{stat.S_IMODE(found.st_mode):04o}",
+        "uid": found.st_uid,
+        "gid": found.st_gid,
+        "directory": stat.S_ISDIR(found.st_mode),
+    }
+
+
+UNIT_PROPERTIES = ("LoadState", "ActiveState", "UnitFileState")
+
+
+def systemctl_show(names: list[str]) -> str:
+    """systemctl show of the units' UNIT_PROPERTIES: one block per unit, in the order asked."""
+    tool = shutil.which("systemctl")
+    if tool is None:
+        return ""
+    done = subprocess.run(
+        [tool, "show", "--no-pager", f"--property={','.join(UNIT_PROPERTIES)}", "--", *names],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    return done.stdout if done.returncode == 0 else ""
+
+
+def unit_states(names: list[str], systemd: bool, show=systemctl_show) -> dict[str, dict]:
+    if not names or not systemd:
+        return {}
+    blocks = [block for block in show(names).strip().split("\n\n") if block.strip()]
+    if len(blocks) != len(names):
+        return {}
+    return {
+        name: dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        for name, block in zip(names, blocks)
+    }
+
+
+def probe(
+    params: dict, root: str = "", detect_virt=detect_virt_container, show_units=systemctl_show
+) -> dict:
     shared = shared_reasons(
         params["controller_boot_id"], params["controller_namespaces"], root, detect_virt
     )
@@ -306,6 +374,7 @@ def probe(params: dict, root: str = "", detect_virt=detect_virt_container) -> di
     sys_ro = read_only("/sys", root)
     names = list(dict.fromkeys(params["names"]))
     tuned_active = read("/etc/tuned/active_profile", root)
+    systemd = os.path.isdir(root + "/run/systemd/system")
     return {
         "boot_id": (read("/proc/sys/kernel/random/boot_id", root) or "").strip(),
         "namespaces": namespaces(root),
@@ -314,13 +383,15 @@ def probe(params: dict, root: str = "", detect_virt=detect_virt_container) -> di
         "sys_read_only": sys_ro,
         "live_sysctl_blockers": shared + (["/proc/sys is read-only"] if proc_ro else []),
         "live_sys_blockers": shared + (["/sys is read-only"] if sys_ro else []),
-        "systemd": os.path.isdir(root + "/run/systemd/system"),
+        "systemd": systemd,
         "systemd_container": container,
         "sysctl": sysctl_state(names, params["own_file"], root),
         "cpufreq": cpufreq_state(root),
         "thp": thp_state(root),
         "tuned_active_profile": tuned_active.strip() if tuned_active is not None else None,
         "files": {path: read(path, root) for path in params["files"]},
+        "stat": {path: path_stat(path, root) for path in params.get("stat", [])},
+        "units": unit_states(list(dict.fromkeys(params.get("units", []))), systemd, show_units),
     }
 
 
@@ -332,6 +403,8 @@ def main() -> None:
             "controller_namespaces": {"type": "str", "default": ""},
             "own_file": {"type": "path", "default": "/etc/sysctl.d/90-hostcheck-training.conf"},
             "files": {"type": "list", "elements": "path", "default": []},
+            "stat": {"type": "list", "elements": "path", "default": []},
+            "units": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import yaml
 from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.role_platform_check import (
     platform_of,
@@ -40,6 +41,12 @@ class RoleValidation(ActionBase):
     # False: validate (and read the host) every time, never returning an earlier result; for
     # a role whose tasks act on the live state its validation reads (sysctl_tuning).
     REUSE = True
+    # What the role leaves alone when <role>_enabled is false ({variable} of the role's
+    # variables are filled in); said instead of validating what it would have used.
+    SWITCHED_OFF = "left as it is"
+    # True for a role's `<role>_verify` action: after validating it compares the host with
+    # the values (verify()); verify.yml is that one task.
+    VERIFIES = False
 
     def validate(self) -> dict:
         """The role's checks; raise Invalid. Returns the values the role's tasks use."""
@@ -56,15 +63,16 @@ class RoleValidation(ActionBase):
         self.notes: list[str] = []
         self.gathered: dict = {}
         try:
-            given = {
+            self.given = {
                 name: self.value(name)
                 for name in sorted(self._vars)
                 if name.startswith(f"{self.role}_")
             }
             digest = hashlib.sha256(
-                json.dumps(given, sort_keys=True, default=str).encode()
+                json.dumps(self.given, sort_keys=True, default=str).encode()
             ).hexdigest()
             earlier = self._vars.get(f"__{self.role}_validation")
+            enabled = self.enabled()
             if (
                 self.REUSE
                 and isinstance(earlier, Mapping)
@@ -72,30 +80,44 @@ class RoleValidation(ActionBase):
                 and "values" in earlier
                 and not earlier.get("failed")
             ):
-                result.update(
-                    values=earlier["values"],
-                    digest=digest,
-                    msg=f"{self.role}: validated earlier in this run",
-                )
-                return result
-            self.given = given
-            if self.enabled():
-                self.check_platform()
-            values = self.validate()
+                values = earlier["values"]
+                said = f"{self.role}: validated earlier in this run"
+            else:
+                self.check_argument_spec()
+                if enabled:
+                    self.check_platform()
+                elif not self.VERIFIES:
+                    self.note(f"{self.role}_enabled is false: {self.switched_off()}")
+                values = self.validate() or {}
+                said = f"{self.role}: the variables are valid"
+            if not enabled and self.VERIFIES:
+                said = f"{self.role}_enabled is false: {self.switched_off()}"
+            elif self.VERIFIES:
+                said = "; ".join(self.verify(values))
         except (Invalid, AnsibleError) as exc:
             result.update(failed=True, msg=str(exc).strip())
             return result
-        result.update(
-            values=values or {},
-            digest=digest,
-            msg="; ".join(self.notes) or f"{self.role}: the variables are valid",
-        )
+        # a validation's notes replace "the variables are valid", a verification's come first
+        said_all = [*self.notes, said] if self.VERIFIES or not self.notes else self.notes
+        result.update(values=values, digest=digest, msg="; ".join(said_all))
         if self.notes:
             # shown without -v, as the debug tasks that said these were
             result["_ansible_verbose_always"] = True
         if self.gathered:
             result["ansible_facts"] = self.gathered
         return result
+
+    def switched_off(self) -> str:
+        """What `<role>_enabled: false` leaves alone (the role's SWITCHED_OFF, or, when this
+        action verifies, that nothing is verified)."""
+        if self.VERIFIES:
+            return "not verified"
+        return self.SWITCHED_OFF.format(**self.given)
+
+    def verify(self, values: dict) -> list[str]:
+        """A `<role>_verify` action's comparison of the host with the validated values: the
+        lines that say what holds; raise Invalid (one message for every mismatch) when not."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ for the checks
 
@@ -139,6 +161,22 @@ class RoleValidation(ActionBase):
             self.gathered[key] = fact
             facts[key.removeprefix("ansible_")] = fact
         return facts
+
+    def check_argument_spec(self) -> None:
+        """The role's meta/argument_specs.yml (entry point main), as Ansible checks it before
+        main.yml: here before the role's own checks, also when only validate.yml runs."""
+        path = os.path.join(self.role_path, "meta", "argument_specs.yml")
+        if not os.path.isfile(path):
+            return
+        with open(path) as handle:
+            spec = (yaml.safe_load(handle) or {}).get("argument_specs", {}).get("main", {})
+        options = spec.get("options") or {}
+        given = {name: self.given[name] for name in options if name in self.given}
+        checked = ArgumentSpecValidator(options).validate(given, validate_role_argument_spec=True)
+        if checked.error_messages:
+            raise Invalid(
+                f"{self.role}: validation of arguments failed: " + "; ".join(checked.error_messages)
+            )
 
     def check_platform(self) -> None:
         with open(os.path.join(self.role_path, "meta", "main.yml")) as handle:

@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
+from tests.integration.ansible import run_playbook
 from tests.integration.cuda_fakes import (
     DRIVERS,
     TORCHES,
@@ -27,9 +27,8 @@ PLAYBOOK = "tests/integration/playbooks/cuda_check.yml"
 SETUP = "tests/integration/playbooks/cuda_check_fake_gpu.yml"
 FAKE_VENV = "/opt/venvs/fakecuda"
 LIBRARY = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
-FACTS = "cuda_check : Read the driver, CUDA toolkit, cuDNN and torch versions (changes nothing)"
-SHOW = "cuda_check : Show the versions side by side"
-CHECK = "cuda_check : Check that the driver can run torch and that the versions asked for are there"
+CHECK = "cuda_check : Check the driver, CUDA, cuDNN and torch versions (changes nothing)"
+VERIFY = "cuda_check : Verify the driver, CUDA, cuDNN and torch versions (changes nothing)"
 NO_LIBRARY = "NVML Shared Library Not Found"
 # What the fake GPU host has besides driver and torch, as the role shows it.
 HOST_ROWS = [
@@ -66,17 +65,26 @@ def fake(fleet, **extra):
 
 
 def passed(done, host) -> list[str]:
-    """The versions the role showed, after checking the run passed and changed nothing."""
+    """The versions the role showed, after checking the run passed and changed nothing, and
+    that verify.yml took the check of the same run instead of reading the host again."""
     assert done.returncode == 0, done.failure_text(host.name)
     assert done.changed(host.name) == 0
-    return done.task_results(SHOW)[host.name]["msg"]
+    checked = done.task_results(CHECK)[host.name]
+    verified = done.task_results(VERIFY).get(host.name)
+    if verified is not None:  # (check mode ends before verify.yml)
+        assert verified["msg"] == f"checked earlier in this run: {checked['msg']}"
+        assert verified["versions"] == checked["versions"]
+    return checked["versions"]
 
 
-def failed(done, host) -> list[str]:
-    """The failure message's lines (versions side by side, then one line per problem)."""
+def failed(done, host, task: str = CHECK) -> list[str]:
+    """The failure message's lines (versions side by side, then one line per problem), which
+    are the versions the task shows too."""
     assert done.returncode != 0 and done.failed_hosts() == [host.name]
     assert done.changed(host.name) == 0
-    return done.task_results(CHECK)[host.name]["msg"].splitlines()
+    result = done.task_results(task)[host.name]
+    assert result["versions"] == result["msg"].splitlines()
+    return result["msg"].splitlines()
 
 
 def use_driver(fleet, host, name: str | None) -> None:
@@ -154,7 +162,7 @@ def test_bad_input_fails_naming_the_variable_before_anything_else(fleet, host, e
     done = run(fleet, **extra)
     assert done.returncode != 0 and done.failed_hosts() == [host.name]
     assert message in done.failure_text(host.name)
-    assert done.task_results(FACTS) == {}  # the host was never read
+    assert done.task_results(CHECK) == {}  # the host was never read
     assert done.changed(host.name) == 0
 
 
@@ -167,10 +175,9 @@ def test_no_venv_and_no_driver_skips(fleet, host):
     default, saying "no NVIDIA driver"."""
     done = run(fleet)
     passed(done, host)
-    said = done.task_results("cuda_check : Say that cuda_check_venv has no python")[host.name]
-    assert "/opt/venvs/train has no bin/python" in said["msg"]
-    assert "read with /usr/bin/python3" in said["msg"]
     assert done.task_results(CHECK)[host.name]["msg"] == (
+        f"cuda_check_venv: /opt/venvs/train has no bin/python on {host.name}; the versions are "
+        "read with /usr/bin/python3, which may lack pynvml and torch; "
         "skip: no NVIDIA driver (NVML: pynvml (nvidia-ml-py) cannot be imported by "
         "/usr/bin/python3: No module named 'pynvml') (cuda_check_without_driver: skip)"
     )
@@ -257,13 +264,8 @@ def test_an_old_driver_fails_with_all_versions_side_by_side_and_verify_notices(f
         problem,
     ]
     verify = fake(fleet, tags="verify")
-    assert failed(verify, gpu_host) == expected
-    assert [
-        task["task"]["name"]
-        for play in verify.output["plays"]
-        for task in play["tasks"]
-        if task["task"]["name"].removeprefix(COLLECTION_PREFIX) == FACTS
-    ] == [COLLECTION_PREFIX + FACTS]  # only verify's run read the host
+    assert failed(verify, gpu_host, VERIFY) == expected
+    assert verify.task_results(CHECK) == {}  # verify.yml alone read the host itself
     assert failed(fake(fleet), gpu_host) == expected
 
 
@@ -319,6 +321,9 @@ def test_switched_off_it_reads_nothing(fleet, gpu_host):
     done = fake(fleet, cuda_check_enabled=False)
     assert done.returncode == 0, done.failure_text(gpu_host.name)
     assert done.changed(gpu_host.name) == 0
-    assert [r.get("skipped") for r in done.task_results(FACTS).values()] == [True]
-    said = done.task_results("cuda_check : Say that the role is switched off")[gpu_host.name]
-    assert said["msg"].startswith("cuda_check_enabled is false")
+    for task in (CHECK, VERIFY):
+        said = done.task_results(task)[gpu_host.name]
+        assert said["msg"] == (
+            "cuda_check_enabled is false: driver, CUDA, cuDNN and torch versions not checked"
+        )
+        assert "versions" not in said  # nothing was read

@@ -19,6 +19,8 @@ from tests.unit.test_role_dataset_staging import write_md_superblock
 
 pytestmark = pytest.mark.integration
 PLAYBOOK = "playbooks/stage_dataset.yml"
+VERIFY_PLAYBOOK = "playbooks/verify.yml"
+VERIFY = "Verify the staging file system and the staged datasets (changes nothing)"
 MiB = 2**20
 MAKE_DATASET = """
 import os, random, sys
@@ -139,6 +141,70 @@ def test_a_second_run_changes_nothing(fleet, host, staged):
     assert again.changed(host.name) == 0
     result = result_of(again, host, "small")
     assert (result["files_copied"], result["files_skipped"]) == (0, 30)
+
+
+def test_verify_notices_a_missing_file_and_a_remount(fleet, host, staged):
+    """playbooks/verify.yml (one task) checks the mount by UUID with its options and each
+    dataset against the manifest staging recorded."""
+    _, datasets = staged
+    extra = {"dataset_staging_devices": host.disk_paths[:1], "dataset_staging_datasets": datasets}
+    verified = run_playbook(fleet, VERIFY_PLAYBOOK, extra_vars=extra, tags="dataset_staging")
+    assert verified.returncode == 0, verified.failure_text(host.name)
+    said = task_result(verified, host, VERIFY)["msg"]
+    assert said.startswith("/data: xfs mounted by UUID ") and said.endswith(
+        ", as fstab says; /data/small: 30 files complete"
+    )
+    sh(
+        fleet,
+        host,
+        "rm /data/small/part0/sample0000.bin "
+        "&& sed -i '\\| /data |s|noatime,nofail|defaults|' /etc/fstab",
+    )
+    try:
+        drifted = run_playbook(fleet, VERIFY_PLAYBOOK, extra_vars=extra, tags="dataset_staging")
+        assert drifted.returncode != 0
+        message = task_result(drifted, host, VERIFY)["msg"]
+        assert message.startswith(
+            "dataset_staging_mount: /data should hold a xfs file system mounted with "
+            "noatime,nofail and listed in fstab by UUID; mounted: "
+        )
+        assert '; fstab: {"source": "UUID=' in message and '"options": "defaults"' in message
+        assert message.endswith(
+            " | /data/small: manifest entry part0/sample0000.bin: source file "
+            "/data/small/part0/sample0000.bin no such file or directory"
+        )
+    finally:
+        restaged = stage(fleet, host.disk_paths[:1], datasets)
+    assert restaged.returncode == 0, restaged.failure_text(host.name)
+    assert result_of(restaged, host, "small")["files_copied"] == 1
+    fstab = sh(fleet, host, "findmnt --fstab -n -o OPTIONS --target /data").split()
+    assert fstab == ["noatime,nofail"]
+
+
+def test_nothing_to_stage_costs_one_skipped_task_and_verify_reads_nothing(fleet, host):
+    run = run_playbook(
+        fleet, PLAYBOOK, extra_vars={"dataset_staging_devices": [], "dataset_staging_datasets": []}
+    )
+    assert run.returncode == 0, run.failure_text(host.name)
+    assert run.changed(host.name) == 0
+    ran = [
+        (task["task"]["name"].split(" : ", 1)[-1], task["hosts"][host.name])
+        for play in run.output["plays"]
+        for task in play["tasks"]
+        if host.name in task["hosts"]
+        and " : " in task["task"]["name"]
+        and "Validating arguments against arg spec" not in task["task"]["name"]
+    ]
+    assert [name for name, _ in ran] == [
+        "Validate the variables",
+        "Make the staging file system and stage the datasets",
+        VERIFY,
+    ]
+    assert ran[0][1]["msg"] == (
+        "dataset_staging_devices and dataset_staging_datasets are empty: nothing to do"
+    )
+    assert ran[1][1]["skipped"] is True
+    assert ran[2][1]["msg"] == "dataset_staging: no disk and no dataset given, nothing to verify"
 
 
 def test_a_corrupted_file_at_the_destination_is_recopied(fleet, host, staged):

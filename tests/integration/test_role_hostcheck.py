@@ -1,6 +1,9 @@
 """The hostcheck role on sandbox hosts: installed into the training venv from a wheel built on
 the controller, run with site thresholds, the report kept on the host, the host failed (with the
-failing checks and their remedies) when a check fails, idempotent, and a no-op in check mode."""
+failing checks and their remedies) when a check fails, idempotent, and a no-op in check mode.
+hostcheck runs when asked (hostcheck_measure: always), when the role installs or configures it,
+or when its latest report did not pass or the host state it was made for changed: a no-op
+converge does not run it, and verification proves the recorded state or runs it."""
 
 from __future__ import annotations
 
@@ -20,12 +23,14 @@ pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/hostcheck.yml"
 VENV = "/opt/venvs/train"
 REPORT = "/var/lib/hostcheck/report.json"
+RECORD = "/var/lib/hostcheck/report.host-state.json"
 CONFIG = "/etc/hostcheck/config.yaml"
 WHEEL_INFO = CHECKOUT / "roles" / "hostcheck" / "files" / "wheel_info.py"
 SHOW = "hostcheck : Show the verdict and the warnings"
 SAY_WHY = "hostcheck : Say why hostcheck does not run in check mode"
-VERIFY_RUN = "hostcheck : Run hostcheck now (report to standard output only)"
-VERIFY_STATE = "hostcheck : Compare with hostcheck_venv, hostcheck_config and hostcheck_profile"
+READ = "hostcheck : Read what hostcheck needs on this host (changes nothing)"
+RUN = "hostcheck : Run hostcheck"
+VERIFY = "hostcheck : Verify hostcheck (changes nothing)"
 SANDBOX_VARS = yaml.safe_load(
     (CHECKOUT / "inventory" / "sandbox_group_vars" / "all" / "hostcheck.yml").read_text()
 )
@@ -60,7 +65,7 @@ def state(fleet, host) -> str:
     """What the role may change on a host: files with size and mtime, the venv's packages."""
     done = fleet.ssh(
         host,
-        f"stat -c '%n %s %.9Y' {REPORT} {CONFIG} /var/cache/hostcheck/* "
+        f"stat -c '%n %s %.9Y' {REPORT} {RECORD} {CONFIG} /var/cache/hostcheck/* "
         f"{VENV}/lib/python3*/site-packages/hostcheck-*.dist-info/RECORD 2>&1; "
         f"ls -d /var/lib/hostcheck /etc/hostcheck /var/cache/hostcheck {VENV} 2>&1; "
         f"{VENV}/bin/python -m pip list --format freeze 2>&1 | grep -iE '^(torch|hostcheck)=='",
@@ -126,23 +131,49 @@ def test_installs_runs_keeps_the_report_and_second_run_changes_nothing(fleet, co
     assert "warnings (not fatal" in shown and "- sysctl [warn]: " in shown
     assert "remedy: set sysctl_tuning_settings" in shown
 
+    assert converged.task_results(VERIFY)[host.name]["msg"].endswith("hostcheck passed in this run")
+
+    # nothing changed: hostcheck is not run, its report stands, and the role says so
     second = run_playbook(fleet, PLAYBOOK, extra_vars=VALUES)
     assert second.returncode == 0, second.stderr
-    assert second.changed(host.name) == 0
-    assert read_json(fleet, host, REPORT)["started_at"] >= report["started_at"]
-    # provisioning ended with hostcheck passing in the same run: verify does not run it again
-    assert second.task_results(VERIFY_RUN)[host.name].get("skipped") is True
-    # verify.yml alone does, and proves the report provisioning left
-    alone = run_playbook(fleet, "playbooks/verify.yml", extra_vars=VALUES, tags="hostcheck")
+    assert second.changed(host.name) == 0, second.changed_tasks(host.name)
+    assert second.task_results(READ)[host.name]["msg"] == (
+        "nothing to install, configure or set up | hostcheck is not run: its report of "
+        f"{report['started_at']} passed and nothing it checks changed since "
+        "(hostcheck_measure: always runs it)"
+    )
+    assert not second.task_results(RUN) and not second.task_results(SHOW)
+    assert read_json(fleet, host, REPORT) == report
+    verified = second.task_results(VERIFY)[host.name]["msg"]
+    assert "config and latest report" in verified and "as wanted" in verified
+    assert verified.endswith(
+        f"hostcheck's report of {report['started_at']} passed and nothing it checks changed since"
+    )
+    # verify.yml alone, asked: it runs hostcheck (writing nothing) and proves it passes
+    alone = run_playbook(
+        fleet,
+        "playbooks/verify.yml",
+        extra_vars={**VALUES, "hostcheck_measure": "always"},
+        tags="hostcheck",
+    )
     assert alone.returncode == 0, alone.stderr + str(alone.messages(host.name))
-    assert alone.task_results(VERIFY_RUN)[host.name]["rc"] == 0
-    assert "as wanted" in alone.task_results(VERIFY_STATE)[host.name]["msg"]
+    said = alone.task_results(VERIFY)[host.name]["msg"]
+    assert "hostcheck ran (hostcheck_measure is always); hostcheck passes now (" in said
+    assert read_json(fleet, host, REPORT) == report
 
 
-def test_check_mode_on_a_converged_host_runs_hostcheck_and_writes_nothing(fleet, converged, fast):
+def test_check_mode_on_a_converged_host_runs_hostcheck_when_asked_and_writes_nothing(
+    fleet, converged, fast
+):
     (host,) = fleet.hosts()
     before = state(fleet, host)
     run = run_playbook(fleet, PLAYBOOK, extra_vars=fast, check=True, diff=True)
+    assert run.returncode == 0, run.stderr
+    assert run.changed(host.name) == 0
+    assert "hostcheck is not run: its report of " in run.task_results(READ)[host.name]["msg"]
+    assert not run.task_results(SHOW)
+    asked = {**fast, "hostcheck_measure": "always"}
+    run = run_playbook(fleet, PLAYBOOK, extra_vars=asked, check=True, diff=True)
     assert run.returncode == 0, run.stderr
     assert run.changed(host.name) == 0
     shown = run.task_results(SHOW)[host.name]["msg"]
@@ -276,8 +307,96 @@ def checks_of(report: dict) -> dict[str, dict]:
     return {check["id"]: check for check in report["checks"]}
 
 
+def test_verify_alone_proves_the_recorded_state_or_runs_hostcheck(fleet, converged, fast):
+    """Without provisioning in the same run: the latest passing report stands while the host
+    state it was recorded for holds; drift makes verification run hostcheck, or names it."""
+    (host,) = fleet.hosts()
+    converge = run_playbook(fleet, PLAYBOOK, extra_vars=fast)
+    assert converge.returncode == 0, converge.stderr + str(converge.messages(host.name))
+    report = read_json(fleet, host, REPORT)
+
+    def verify():
+        return run_playbook(fleet, "playbooks/verify.yml", extra_vars=fast, tags="hostcheck")
+
+    held = verify()
+    assert held.returncode == 0, held.stderr + str(held.messages(host.name))
+    said = held.task_results(VERIFY)[host.name]["msg"]
+    assert said.endswith(
+        f"report of {report['started_at']} passed and nothing it checks changed since"
+    )
+
+    size = fleet.ssh(host, "df -B1 --output=size /dev/shm | tail -1").stdout.strip()
+    # drift: /dev/shm remounted under the 32 MiB hostcheck_config asks for
+    assert fleet.ssh(host, "mount -o remount,size=16M /dev/shm").returncode == 0
+    try:
+        drifted = verify()
+    finally:
+        fleet.ssh(host, f"mount -o remount,size={size} /dev/shm")
+    assert drifted.returncode != 0 and drifted.failed_hosts() == [host.name]
+    (message,) = drifted.messages(host.name)
+    assert message == f"hostcheck run exits 1 on {host.name}: ['shm']"
+
+    # the config file edited by hand: named, and hostcheck not run on it
+    assert fleet.ssh(host, f"sed -i 's/32MiB/1TiB/' {CONFIG}").returncode == 0
+    edited = verify()
+    assert edited.returncode != 0
+    (message,) = edited.messages(host.name)
+    assert f"{CONFIG} holds " in message and '"min_size": "1TiB"' in message
+    assert read_json(fleet, host, REPORT) == report  # verification wrote nothing
+
+    repaired = run_playbook(fleet, PLAYBOOK, extra_vars=fast)
+    assert repaired.returncode == 0, repaired.stderr
+    assert repaired.changed_tasks(host.name) == [
+        "hostcheck.gpu_hosts.hostcheck : Write hostcheck_config (merged over the profile by "
+        "hostcheck run --config)"
+    ]
+    assert (
+        "hostcheck runs: this run installs or configures hostcheck"
+        in (repaired.task_results(READ)[host.name]["msg"])
+    )
+
+
+def test_the_timer_is_set_up_left_alone_verified_and_removed(fleet, converged, fast):
+    (host,) = fleet.hosts()
+    units = "/etc/systemd/system"
+    timer = {**fast, "hostcheck_timer_enabled": True}
+    on = run_playbook(fleet, PLAYBOOK, extra_vars=timer)
+    assert on.returncode == 0, on.stderr + str(on.messages(host.name))
+    assert "Write the hostcheck service and timer units" in " ".join(on.changed_tasks(host.name))
+    assert "timer: " in on.task_results(READ)[host.name]["msg"]
+    assert not on.task_results(RUN)  # a timer changes nothing hostcheck checks
+    for query, wanted in (("is-enabled", "enabled"), ("is-active", "active")):
+        assert fleet.ssh(host, f"systemctl {query} hostcheck.timer").stdout.strip() == wanted
+
+    again = run_playbook(fleet, PLAYBOOK, extra_vars=timer)
+    assert again.returncode == 0 and again.changed(host.name) == 0, again.changed_tasks(host.name)
+    assert again.task_results(READ)[host.name]["msg"].startswith(
+        "nothing to install, configure or set up | "
+    )
+    verified = again.task_results(VERIFY)[host.name]["msg"]
+    assert f"hostcheck.timer runs {VENV}/bin/hostcheck run --profile quick " in verified
+    assert "hostcheck.timer is enabled and active" in verified
+
+    hourly = f"sed -i 's/^OnCalendar=.*/OnCalendar=hourly/' {units}/hostcheck.timer"
+    assert fleet.ssh(host, hourly).returncode == 0
+    drifted = run_playbook(fleet, "playbooks/verify.yml", extra_vars=timer, tags="hostcheck")
+    assert drifted.returncode != 0
+    (message,) = drifted.messages(host.name)
+    assert message.startswith(f"hostcheck_timer_enabled: the units in {units} run [")
+    assert 'on "hourly", wanted [' in message and message.endswith(' on "*:0/15"')
+
+    off = run_playbook(fleet, PLAYBOOK, extra_vars=fast)
+    assert off.returncode == 0, off.stderr + str(off.messages(host.name))
+    assert (
+        f"timer: hostcheck.service, hostcheck.timer still in {units}"
+        in (off.task_results(READ)[host.name]["msg"])
+    )
+    assert fleet.ssh(host, f"ls {units}/hostcheck.service {units}/hostcheck.timer").returncode != 0
+    assert "no hostcheck timer, as wanted" in off.task_results(VERIFY)[host.name]["msg"]
+
+
 # Last in the module: it leaves its own hostcheck_config on the host.
-def test_a_no_op_run_keeps_the_measurements_and_a_drifted_host_is_measured_and_failed(
+def test_hostcheck_runs_when_asked_or_when_the_host_state_drifted_not_on_a_no_op(
     fleet, converged, fast
 ):
     (host,) = fleet.hosts()
@@ -292,13 +411,40 @@ def test_a_no_op_run_keeps_the_measurements_and_a_drifted_host_is_measured_and_f
     assert measured["status"] in ("pass", "warn") and measured["duration_s"] > 0, measured
     assert "measured_at" not in measured["data"]  # the config changed: measured
 
+    # a no-op converge: hostcheck (and its loop) is not run, the report stands
     second = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
     assert second.returncode == 0, second.stderr
     assert second.changed(host.name) == 0, second.changed_tasks(host.name)
+    assert not second.task_results(RUN)
+    assert "hostcheck is not run: its report of" in second.task_results(READ)[host.name]["msg"]
+    assert read_json(fleet, host, REPORT) == report
+
+    # a change hostcheck's own comparison finds harmless: the role runs it, the loop's
+    # measurement of the last report stands
+    note = "/etc/sysctl.d/99-hostcheck-test-note.conf"
+    assert fleet.ssh(host, f"echo '# a note' > {note}").returncode == 0
+    try:
+        noted = run_playbook(fleet, PLAYBOOK, extra_vars=busy)
+    finally:
+        fleet.ssh(host, f"rm -f {note}")
+    assert noted.returncode == 0, noted.stderr
+    assert noted.changed(host.name) == 0, noted.changed_tasks(host.name)
+    assert noted.task_results(READ)[host.name]["msg"].endswith(
+        f"hostcheck runs: changed since the report of {report['started_at']}: sysctl files"
+    )
     kept = checks_of(read_json(fleet, host, REPORT))["loop"]
     assert kept["data"]["measured_at"] == report["started_at"]
     assert kept["status"] == measured["status"] and kept["duration_s"] == 0
     assert kept["findings"] == measured["findings"]
+
+    # asked: hostcheck runs and measures, whatever changed
+    asked = run_playbook(fleet, PLAYBOOK, extra_vars={**busy, "hostcheck_measure": "always"})
+    assert asked.returncode == 0, asked.stderr
+    assert asked.task_results(READ)[host.name]["msg"].endswith(
+        "hostcheck runs: hostcheck_measure is always"
+    )
+    loop = checks_of(read_json(fleet, host, REPORT))["loop"]
+    assert "measured_at" not in loop["data"] and loop["duration_s"] > 0
 
     size = fleet.ssh(host, "df -B1 --output=size /dev/shm | tail -1").stdout.strip()
     # drift: /dev/shm remounted under the 32 MiB hostcheck_config asks for
@@ -309,6 +455,8 @@ def test_a_no_op_run_keeps_the_measurements_and_a_drifted_host_is_measured_and_f
     finally:
         fleet.ssh(host, f"mount -o remount,size={size} /dev/shm")
     assert drifted.returncode != 0 and drifted.failed_hosts() == [host.name]
+    assert "changed since the report of " in drifted.task_results(READ)[host.name]["msg"]
+    assert "/dev/shm" in drifted.task_results(READ)[host.name]["msg"]
     (message,) = drifted.messages(host.name)
     assert "- shm [fail]: " in message
     loop = checks_of(report)["loop"]

@@ -11,7 +11,7 @@ import platform
 
 import pytest
 
-from tests.integration.ansible import run_playbook
+from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 from tests.sandbox.fakegpu import GPU, NIC, NVSWITCH, build_repo
 
 pytestmark = pytest.mark.integration
@@ -25,6 +25,10 @@ REPO = {
     "nvidia_driver_cuda_repo_key_url": "file:///srv/fake-cuda/key.asc",
 }
 REBOOT_TASK = "nvidia_driver : Say whether a reboot is needed"
+VERIFY_TASK = (
+    "nvidia_driver : Verify the installed driver, its holds, nouveau and Fabric Manager "
+    "(changes nothing)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +80,40 @@ def reboot_message(done, host) -> str:
     return done.task_results(REBOOT_TASK)[host.name]["msg"]
 
 
+def role_results(done, host) -> list[tuple[str, dict]]:
+    """(task name without the collection's prefix, result) of every task of the role's files
+    the host ran (not the argument spec check Ansible puts before main.yml)."""
+    return [
+        (task["task"]["name"].removeprefix(COLLECTION_PREFIX), task["hosts"][host.name])
+        for play in done.output["plays"]
+        for task in play["tasks"]
+        if host.name in task["hosts"]
+        and task["task"]["name"].startswith(COLLECTION_PREFIX)
+        and "Validating arguments against arg spec" not in task["task"]["name"]
+    ]
+
+
 def test_host_without_gpu_is_skipped_and_left_alone(fleet):
+    """Validated (and read) once, the install one skipped task, verify not reading again."""
     host = fleet.hosts()[0]
     fake(fleet, host, pci=(NIC,))
     done = run(fleet, host)
     assert done.returncode == 0, done.stderr
     assert done.changed(host.name) == 0
-    skipped = done.task_results("nvidia_driver : Say why there is nothing to do here")[host.name]
-    assert "no NVIDIA GPU on the PCI bus" in skipped["msg"]
+    ran = role_results(done, host)
+    assert [name for name, _ in ran] == [
+        "nvidia_driver : Validate the variables",
+        "nvidia_driver : Validate the variables",
+        "nvidia_driver : Install the driver",
+        VERIFY_TASK,
+    ]
+    assert "no NVIDIA GPU on the PCI bus" in ran[0][1]["msg"]
+    assert ran[1][1]["msg"] == "nvidia_driver: validated earlier in this run"
+    assert ran[2][1]["skipped"] is True
+    assert ran[3][1]["msg"] == (
+        f"{host.name}: no NVIDIA GPU on the PCI bus and nvidia_driver_skip_without_gpu: nothing "
+        "installed, nothing to verify"
+    )
     assert installed(fleet, host) == {}
     assert fleet.ssh(host, "ls /etc/modprobe.d/hostcheck-blacklist-nouveau.conf").returncode != 0
 
@@ -225,6 +255,32 @@ def test_another_branch_is_refused_and_nothing_is_removed(fleet):
     assert "nvidia_driver_allow_branch_change" in message
     assert done.changed(host.name) == 0
     assert installed(fleet, host) == before
+
+
+def test_verify_notices_drift_and_the_next_run_repairs_it(fleet):
+    """Someone unheld the driver and removed the nouveau blacklist after provisioning."""
+    host = fleet.hosts()[0]
+    assert run(fleet, host, **REPO, **MOK).returncode == 0
+    drift = "apt-mark unhold nvidia-open && rm /etc/modprobe.d/hostcheck-blacklist-nouveau.conf"
+    assert fleet.ssh(host, drift).returncode == 0
+    verify = run_playbook(
+        fleet,
+        "playbooks/verify.yml",
+        extra_vars={**REPO, **MOK},
+        limit=host.name,
+        tags="nvidia_driver",
+    )
+    assert verify.returncode != 0
+    assert verify.task_results(VERIFY_TASK)[host.name]["msg"] == (
+        "not held: nvidia-open | /etc/modprobe.d/hostcheck-blacklist-nouveau.conf does not "
+        "blacklist nouveau"
+    )
+    repaired = run(fleet, host, **REPO, **MOK)
+    assert repaired.returncode == 0, repaired.failure_text(host.name)
+    assert repaired.task_results(VERIFY_TASK)[host.name]["msg"].startswith(
+        "driver 550.54.15 (branch 550), module for "
+    )
+    assert installed(fleet, host)["nvidia-open"] == "550.54.15-1 hold"
 
 
 def test_a_mirror_without_the_running_kernels_headers_fails_clearly(fleet, repos):

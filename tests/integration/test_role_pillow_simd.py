@@ -2,7 +2,9 @@
 reused from the controller's cache by node3, which never gets a compiler; SSE4 on node2, where
 pillow_simd_avx2 is false), stock Pillow removed, resize faster than stock Pillow, torchvision
 installed afterwards without bringing Pillow back, drift repaired from the venv's own wheel,
-check mode on a fresh host, bad values refused before any change.
+check mode on a fresh host, bad values refused before any change. A converge with nothing to do
+reads each host once and runs nothing else; verify is one task, which times resizes only when
+the run changed the venv or pillow_simd_benchmark asks for it.
 
 The build itself is the slow part (about a minute on this machine's two cores); every test
 after the first reuses the converged fleet."""
@@ -33,6 +35,9 @@ VENV = "/opt/venvs/train"
 PY = f"{VENV}/bin/python"
 HELPER = CHECKOUT / "roles/pillow_simd/files/pillow_simd_helper.py"
 BUILD_TASK = "Build the pillow-simd wheel"
+PROBE_TASK = "Look at the libraries, the venv, its PIL and pip's pins"
+VERIFY_TASK = "Verify pillow-simd (changes nothing)"
+NOT_MEASURED = "resize benchmark not run: nothing changed in this run"
 
 # Which distributions installed files under PIL/ (their RECORD), as hostcheck's pillow check
 # reads them; then PIL itself, imported in a fresh interpreter.
@@ -152,6 +157,11 @@ def converged(fleet, hosts, cache):
     return run
 
 
+def verified(run) -> dict[str, str]:
+    """The verify task's message by host."""
+    return {host: result["msg"] for host, result in results(run, VERIFY_TASK).items()}
+
+
 def test_converges_with_one_build_per_cache_key(fleet, hosts, cache, converged):
     built = results(converged, BUILD_TASK)
     assert sorted(h for h, r in built.items() if r.get("changed")) == ["node1", "node2"]
@@ -204,10 +214,50 @@ def test_converges_with_one_build_per_cache_key(fleet, hosts, cache, converged):
     assert same[0] == same[2] != same[1]
 
 
+def test_the_first_run_measured_what_it_installed(converged, hosts):
+    for name, said in verified(converged).items():
+        assert "resizes/s" in said and "pillow_simd changed this venv in this run" in said, said
+        assert "(recounted with objdump)" in said or name == "node3", said  # no binutils there
+    assert sorted(verified(converged)) == sorted(hosts)
+
+
 def test_second_run_changes_nothing(fleet, hosts, cache, converged):
     again = play(fleet, cache)
     assert again.returncode == 0, again.stderr
     assert {name: again.changed(name) for name in hosts} == dict.fromkeys(hosts, 0)
+    # one read of each host decided; nothing of install.yml ran, and verify measured nothing
+    probes = results(again, PROBE_TASK)
+    drift = {host: json.loads(result["stdout"])["drift"] for host, result in probes.items()}
+    assert drift == {name: [] for name in hosts}
+    assert results(again, "Create the virtual environment") == {}
+    assert sorted(verified(again)) == sorted(hosts)
+    for said in verified(again).values():
+        assert NOT_MEASURED in said and "resizes/s" not in said, said
+        assert f"PIL {VERSION} with libjpeg-turbo" in said and "PIL comes from" in said, said
+    provision = next(p for p in again.output["plays"] if p["play"]["name"] == "Provision")
+    node1 = [
+        (task["task"]["name"].split(" : ", 1)[-1], bool(task["hosts"]["node1"].get("skipped")))
+        for task in provision["tasks"]
+        if " : " in task["task"]["name"]
+        and "node1" in task["hosts"]
+        # Ansible's own check of meta/argument_specs.yml, which every role with one gets
+        and not task["task"]["name"].split(" : ", 1)[-1].startswith("Validating arguments")
+    ]
+    assert node1 == [
+        ("Validate the variables", False),
+        (PROBE_TASK, False),
+        ("Install pillow-simd", True),
+    ]
+
+
+def test_the_benchmark_runs_when_asked(fleet, hosts, cache, converged):
+    run = play(
+        fleet, cache, limit="node2", tags="verify", extra_vars={"pillow_simd_benchmark": True}
+    )
+    assert run.returncode == 0, run.stderr
+    said = verified(run)["node2"]
+    assert "resizes/s" in said and "pillow_simd_benchmark is true" in said, said
+    assert "SSE4 (no AVX2) build: 0 AVX2 ymm instructions (recounted with objdump)" in said
 
 
 def test_resizes_faster_than_stock_pillow(fleet, hosts, converged):
@@ -283,7 +333,7 @@ def test_torchvision_install_keeps_pillow_simd(fleet, hosts, cache, converged, t
     run = play(fleet, cache, limit="node1")
     assert run.returncode == 0, run.stderr
     assert run.changed("node1") == 0
-    assert results(run, "Run hostcheck's pillow check")["node1"]["rc"] == 0
+    assert "hostcheck's pillow check passes" in verified(run)["node1"]
 
 
 def test_repairs_stock_pillow_pulled_back_without_building(fleet, hosts, cache, converged):
@@ -304,10 +354,39 @@ def test_repairs_stock_pillow_pulled_back_without_building(fleet, hosts, cache, 
     assert run.returncode == 0, run.stderr
     assert run.changed("node3") > 0
     assert not any(r.get("changed") for r in results(run, BUILD_TASK).values())
+    assert "pillow_simd changed this venv in this run" in verified(run)["node3"]
     assert py_json(fleet, host, OWNERS) == [["pillow-simd", VERSION]]
     assert py_json(fleet, host, PIL_INFO) == [VERSION, True, PLACEHOLDER]
     assert sh(fleet, host, "command -v gcc cc", ok=False).stdout == ""
     assert play(fleet, cache, limit="node3").changed("node3") == 0
+
+
+@pytest.mark.parametrize(
+    ("drift", "message"),
+    [
+        (
+            f"sed -i 's/^pillow==.*/pillow>=1/' {VENV}/pillow-simd/constraints.txt",
+            "the venv's pip does not pin pillow to the placeholder",
+        ),
+        (
+            f"sed -i '/^constraint/d' {VENV}/pip.conf",
+            "the venv's pip does not pin pillow to the placeholder",
+        ),
+    ],
+    ids=["constraint file edited", "pip.conf without the constraint"],
+)
+def test_drift_in_pips_pins_is_caught_and_repaired(fleet, hosts, cache, converged, drift, message):
+    host = hosts["node2"]
+    sh(fleet, host, drift)
+    verify = play(fleet, cache, limit="node2", tags="verify")
+    assert verify.returncode != 0
+    assert any(message in m for m in verify.messages("node2")), verify.messages("node2")
+    run = play(fleet, cache, limit="node2")
+    assert run.returncode == 0, run.stderr
+    assert run.changed("node2") > 0
+    (drift_seen,) = [json.loads(r["stdout"])["drift"] for r in results(run, PROBE_TASK).values()]
+    assert drift_seen, drift_seen
+    assert play(fleet, cache, limit="node2").changed("node2") == 0
 
 
 def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet, cache, converged):

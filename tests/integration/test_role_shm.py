@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.ansible import run_playbook
+from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 
 pytestmark = pytest.mark.integration
 MiB = 2**20
@@ -23,6 +23,18 @@ def shm_state(fleet, host):
     return [o for o in fstab.strip().split(",") if o], int(size), int(used)
 
 
+def shm_tasks(run, host) -> list[tuple[str, dict]]:
+    """(name, result) of the shm role's tasks the host ran, in order."""
+    return [
+        (task["task"]["name"].removeprefix(COLLECTION_PREFIX), task["hosts"][host.name])
+        for play in run.output["plays"]
+        for task in play["tasks"]
+        if host.name in task["hosts"]
+        and task["task"]["name"].startswith(f"{COLLECTION_PREFIX}shm : ")
+        and "Validating arguments against arg spec" not in task["task"]["name"]
+    ]
+
+
 @pytest.fixture(scope="module")
 def fleet(make_fleet):
     return make_fleet("shm", hosts=1)
@@ -38,6 +50,17 @@ def test_converges_and_second_run_changes_nothing(fleet):
     assert {"nosuid", "nodev", f"size={256 * MiB}"} <= set(options)
     second = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
     assert second.returncode == 0 and second.changed(host.name) == 0
+    # the cheap path: /dev/shm read once to validate, once to verify, nothing else run
+    ran = shm_tasks(second, host)
+    assert [name for name, _ in ran] == [
+        "shm : Validate the variables",
+        "shm : Validate the variables",
+        "shm : Size /dev/shm",
+        "shm : Compare with shm_size",
+    ]
+    assert ran[1][1]["msg"] == "shm: validated earlier in this run"
+    assert ran[2][1]["skipped"] is True
+    assert ran[3][1]["msg"] == f"/dev/shm is {256 * MiB} bytes, as fstab says"
 
 
 def test_percentage_of_ram(fleet):
@@ -79,6 +102,15 @@ def test_keeps_options_a_hardening_role_wrote_and_restores_the_size(fleet):
         fleet, "playbooks/verify.yml", extra_vars={"shm_size": "256m"}, tags="shm"
     )
     assert verify.returncode != 0  # verification notices the drift
+    (message,) = verify.messages(host.name)
+    assert message.startswith(
+        "/dev/shm does not match shm_size=256m: fstab has "
+        "'tmpfs defaults,nodev,nosuid,noexec', the mount has 'tmpfs 67108864 "
+    )
+    assert message.endswith(
+        f"(wanted {256 * MiB} bytes): the fstab line lacks size={256 * MiB}; the mount is "
+        "67108864 bytes"
+    )
     run = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
     assert run.returncode == 0, run.stderr
     options, size, _ = shm_state(fleet, host)

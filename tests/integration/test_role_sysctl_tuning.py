@@ -23,7 +23,12 @@ HEADER = [
     "# sysctl_tuning). Lines here are rewritten by the role; change the variable instead.",
 ]
 EXPECTED_LINES = [*HEADER, *(f"{k}={' '.join(str(v).split())}" for k, v in SETTINGS.items())]
-SKIP_TASK = "sysctl_tuning : Say what is not applied on this host, and why"
+# main.yml's validation (the last task of that name) says what is not applied here, and why
+VALIDATE_TASK = "sysctl_tuning : Validate the variables"
+TUNE_TASK = "sysctl_tuning : Tune the kernel (only what the validation found to change)"
+VERIFY_TASK = "sysctl_tuning : Verify the kernel tunables, CPU governor and THP (changes nothing)"
+# the check of meta/argument_specs.yml that Ansible puts before main.yml's tasks (`roles:`)
+ARGUMENT_SPEC_TASK = "sysctl_tuning : Validating arguments against arg spec"
 
 
 def machine_state() -> dict[str, str]:
@@ -60,6 +65,23 @@ def run(fleet, **options):
     return run_playbook(fleet, PLAYBOOK, **options)
 
 
+def role_tasks(done, host) -> list[tuple[str, str]]:
+    """(task, ok/changed/skipped/failed) of every task of the role's files that ran for the
+    host (not Ansible's argument spec check, which depends on how the play calls the role)."""
+    found = []
+    for play in done.output.get("plays", []):
+        for task in play["tasks"]:
+            result = task["hosts"].get(host.name)
+            name = task["task"]["name"].removeprefix("hostcheck.gpu_hosts.")
+            if result is None or not name.startswith("sysctl_tuning : "):
+                continue
+            if name.startswith(ARGUMENT_SPEC_TASK):
+                continue
+            status = [s for s in ("failed", "skipped", "changed") if result.get(s)]
+            found.append((name, (status or ["ok"])[0]))
+    return found
+
+
 def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
     (host,) = fleet.hosts()
     live_before = fleet.ssh(host, "sysctl -n vm.swappiness vm.max_map_count").stdout
@@ -68,7 +90,7 @@ def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
     assert first.returncode == 0, first.stderr
     # the header, the lines (one loop); the THP unit written and enabled
     assert first.changed(host.name) == 4
-    message = first.task_results(SKIP_TASK)[host.name]["msg"]
+    message = first.task_results(VALIDATE_TASK)[host.name]["msg"]
     assert "/run/systemd/container says systemd-nspawn" in message
     assert "/proc/sys is read-only" in message and "/sys is read-only" in message
     assert "Skipped: live sysctl values" in message
@@ -81,14 +103,23 @@ def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
     # no cpufreq in this VM: only the THP unit
     assert units.stdout.split() == ["/etc/systemd/system/hostcheck-thp.service"]
 
-    verified = first.task_results("sysctl_tuning : Say what is not verified on this host, and why")[
-        host.name
-    ]
+    verified = first.task_results(VERIFY_TASK)[host.name]
+    assert "not verified, because the role does not set them here" in verified["msg"]
     assert "the live sysctl values" in verified["msg"]
+    assert f"{FILE} holds the {len(SETTINGS)} settings" in verified["msg"]
 
     second = run(fleet)
     assert second.returncode == 0, second.stderr
     assert second.changed(host.name) == 0
+    # nothing to change: the validation (the validate play's, then main.yml's), one skipped
+    # include, and verify
+    assert role_tasks(second, host) == [
+        (VALIDATE_TASK, "ok"),
+        (VALIDATE_TASK, "ok"),
+        (TUNE_TASK, "skipped"),
+        (VERIFY_TASK, "ok"),
+    ]
+    assert "Skipped: live sysctl values" in second.task_results(VALIDATE_TASK)[host.name]["msg"]
 
 
 def unit_state(fleet, host, unit: str) -> dict[str, str]:
@@ -153,6 +184,42 @@ def test_verify_notices_an_edited_file_and_the_role_repairs_it(fleet):
     assert file_lines(fleet, host) == EXPECTED_LINES
 
 
+def test_a_disabled_boot_unit_fails_verification_and_the_role_enables_it(fleet):
+    (host,) = fleet.hosts()
+    assert run(fleet).returncode == 0
+    fleet.ssh(host, "systemctl disable hostcheck-thp.service")
+    verify = run(fleet, tags="verify")
+    assert verify.returncode != 0
+    assert (
+        "/etc/systemd/system/hostcheck-thp.service is missing or not enabled (sysinit.target.wants)"
+        in verify.failure_text(host.name)
+    )
+    repair = run(fleet)
+    assert repair.returncode == 0, repair.stderr
+    assert [name for name, status in role_tasks(repair, host) if status == "changed"] == [
+        "sysctl_tuning : Enable and start the boot units (in a container they skip themselves)"
+    ]
+    assert unit_state(fleet, host, "hostcheck-thp.service")["Enabled"] == "enabled"
+
+
+def test_an_edited_boot_unit_is_written_again(fleet):
+    """The unit's text differs from the template's: the validation finds it, the role writes
+    it again (and systemd reloads it); the next run has nothing to do."""
+    (host,) = fleet.hosts()
+    unit = "/etc/systemd/system/hostcheck-thp.service"
+    original = fleet.ssh(host, f"cat {unit}").stdout
+    fleet.ssh(host, f"sed -i 's/^Description=.*/Description=edited/' {unit} && chmod 0600 {unit}")
+    repair = run(fleet)
+    assert repair.returncode == 0, repair.stderr
+    changed = [name for name, status in role_tasks(repair, host) if status == "changed"]
+    assert "sysctl_tuning : Write the boot units" in changed
+    assert fleet.ssh(host, f"cat {unit}").stdout == original
+    assert fleet.ssh(host, f"stat -c %a {unit}").stdout.strip() == "644"
+    again = run(fleet)
+    assert again.returncode == 0 and again.changed(host.name) == 0
+    assert (TUNE_TASK, "skipped") in role_tasks(again, host)
+
+
 def test_a_file_read_after_ours_at_boot_fails_verification(fleet):
     """/etc/sysctl.d/99-*.conf and /etc/sysctl.conf are read after 90-hostcheck-training.conf:
     a value there wins at the next boot, so the role warns and verify fails naming it."""
@@ -161,10 +228,8 @@ def test_a_file_read_after_ours_at_boot_fails_verification(fleet):
     try:
         done = run(fleet)
         assert done.returncode != 0
-        warned = done.task_results(
-            "sysctl_tuning : Warn about files read after ours at boot that set other values"
-        )
-        assert "/etc/sysctl.d/99-local.conf sets 60" in str(warned[host.name])
+        warned = done.task_results(VALIDATE_TASK)[host.name]["msg"]
+        assert "vm.swappiness: /etc/sysctl.d/99-local.conf sets 60 and is read after" in warned
         assert (
             "vm.swappiness: the next boot ends with 60 from /etc/sysctl.d/99-local.conf"
             in done.failure_text(host.name)
@@ -181,8 +246,11 @@ def test_switched_off(fleet):
     done = run(fleet, extra_vars={"sysctl_tuning_enabled": False})
     assert done.returncode == 0, done.stderr
     assert done.changed(host.name) == 0
-    said = done.task_results("sysctl_tuning : Say that the role is switched off")[host.name]["msg"]
-    assert "sysctl_tuning_enabled is false" in said
+    said = done.task_results(VALIDATE_TASK)[host.name]["msg"]
+    assert said == "sysctl_tuning_enabled is false: sysctls, CPU governor and THP left as they are"
+    assert done.task_results(VERIFY_TASK)[host.name]["msg"] == (
+        "sysctl_tuning_enabled is false: not verified"
+    )
     assert file_lines(fleet, host) == before
 
 

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 
 PLAYBOOK = "tests/integration/playbooks/ulimits.yml"
 LIMITS_FILE = "/etc/security/limits.d/90-hostcheck-training.conf"
+DROPIN = "/etc/systemd/system.conf.d/90-hostcheck-training.conf"
 USER = "trainer"
 VALUES = {
     "ulimits_nofile_soft": 16384,
@@ -78,6 +79,18 @@ def host_state(fleet, host) -> tuple[str, list[str]]:
     return done.stdout, login_limits(fleet, host, USER)
 
 
+def validation_messages(run, host: str) -> list[str]:
+    """What each validation of the run said, in order: the first (provision.yml's) says what
+    it found, later ones reuse its result."""
+    return [
+        task["hosts"][host]["msg"]
+        for play in run.output["plays"]
+        for task in play["tasks"]
+        if task["task"]["name"].endswith("ulimits : Validate the variables")
+        and host in task["hosts"]
+    ]
+
+
 @pytest.fixture(scope="module")
 def fleet(make_fleet):
     sandbox = make_fleet("ulimits", hosts=1)
@@ -126,7 +139,7 @@ def test_a_service_systemd_starts_gets_the_limits_of_the_drop_in(fleet, converge
     """Services do not log in through PAM: only DefaultLimit* reaches them, read here from
     /proc of a service's own process, started by systemd after the role ran."""
     (host,) = fleet.hosts()
-    dropin = fleet.ssh(host, "cat /etc/systemd/system.conf.d/90-hostcheck-training.conf").stdout
+    dropin = fleet.ssh(host, f"cat {DROPIN}").stdout
     assert "DefaultLimitNOFILE=16384:20000" in dropin
     done = fleet.ssh(
         host,
@@ -176,10 +189,28 @@ def test_hostcheck_reads_the_file_as_pam_limits_did(fleet, converged):
 
 
 def test_second_run_changes_nothing(fleet, converged):
+    """And costs the validations, the skipped include of the changing tasks and the verify."""
     (host,) = fleet.hosts()
     again = run_playbook(fleet, PLAYBOOK, extra_vars=VALUES)
     assert again.returncode == 0, again.stderr
     assert again.changed(host.name) == 0
+    ran = [
+        (task["task"]["name"].split(" : ", 1)[1], bool(task["hosts"][host.name].get("skipped")))
+        for play in again.output["plays"]
+        for task in play["tasks"]
+        if host.name in task["hosts"]
+        and " : " in task["task"]["name"]
+        and not task["task"]["name"].split(" : ", 1)[1].startswith("Validating arguments")
+    ]
+    assert ran == [
+        ("Validate the variables", False),
+        ("Validate the variables", False),
+        ("Set the limits of PAM logins and systemd services where they differ", True),
+        ("Verify the limits (changes nothing)", False),
+    ]
+    said = again.task_results("ulimits : Verify the limits (changes nothing)")[host.name]["msg"]
+    assert said.startswith(f"{LIMITS_FILE} has the 12 entries wanted; logins of root, nobody ")
+    assert "systemd gives new services {'DefaultLimitNOFILE': '20000'" in said
 
 
 def test_verify_finds_drift_and_the_role_repairs_its_own(fleet, converged):
@@ -197,6 +228,30 @@ def test_verify_finds_drift_and_the_role_repairs_its_own(fleet, converged):
     assert repair.returncode == 0, repair.stderr
     assert repair.changed(host.name) == 1
     assert login_limits(fleet, host, USER) == WANTED
+
+
+def test_verify_finds_an_edited_drop_in_and_the_role_repairs_it(fleet, converged):
+    """Found by validation's one read of the host: the drop-in is written again and systemd
+    re-executed, so the manager hands out the limits again."""
+    (host,) = fleet.hosts()
+    show = "systemctl show -p DefaultLimitNOFILESoft --value"
+    edited = fleet.ssh(
+        host,
+        f"sed -i 's/^DefaultLimitNOFILE=16384:/DefaultLimitNOFILE=1024:/' {DROPIN} && "
+        f"systemctl daemon-reexec && {show}",
+    )
+    assert edited.stdout.strip() == "1024", edited.stderr
+    verify = run_playbook(fleet, PLAYBOOK, extra_vars=VALUES, tags="verify")
+    assert verify.returncode != 0
+    text = " ".join(verify.messages(host.name))
+    assert "systemd does not give services the limits of ulimits_*" in text
+    assert "'DefaultLimitNOFILESoft': '1024'" in text
+    repair = run_playbook(fleet, PLAYBOOK, extra_vars=VALUES)
+    assert repair.returncode == 0, repair.stderr
+    assert [name.split(" : ")[1] for name in repair.changed_tasks(host.name)] == [
+        "Write the system.conf.d drop-in"
+    ]
+    assert fleet.ssh(host, show).stdout.strip() == "16384"
 
 
 def test_verify_finds_a_stronger_entry_elsewhere(fleet, converged):
@@ -291,8 +346,11 @@ def test_switched_off_changes_nothing_and_says_so(fleet, converged):
     run = run_playbook(fleet, PLAYBOOK, extra_vars=off)
     assert run.returncode == 0, run.stderr
     assert run.changed(host.name) == 0
-    said = run.task_results("ulimits : Say that the role is switched off")[host.name]
-    assert said["msg"] == "ulimits_enabled is false: limits.d and systemd left as they are"
+    said = validation_messages(run, host.name)
+    assert said[0] == "ulimits_enabled is false: limits.d and systemd left as they are"
+    assert said[1:] == ["ulimits: validated earlier in this run"]
+    verified = run.task_results("ulimits : Verify the limits (changes nothing)")[host.name]
+    assert verified["msg"] == "ulimits_enabled is false: not verified"
     assert host_state(fleet, host) == before
 
 
@@ -301,14 +359,7 @@ def test_star_does_not_cover_root_and_unlisted_entries_go(fleet, converged):
     (host,) = fleet.hosts()
     run = run_playbook(fleet, PLAYBOOK, extra_vars={**VALUES, "ulimits_users": ["*"]})
     assert run.returncode == 0, run.stderr
-    # said by the first validation of the run (provision.yml's); later ones reuse its result
-    said = [
-        task["hosts"][host.name]["msg"]
-        for play in run.output["plays"]
-        for task in play["tasks"]
-        if task["task"]["name"].endswith("ulimits : Validate the variables")
-        and host.name in task["hosts"]
-    ]
+    said = validation_messages(run, host.name)
     assert "pam_limits never applies '*' or @group lines to" in said[0]
     assert said[1:] == ["ulimits: validated earlier in this run"] * (len(said) - 1)
     text = fleet.ssh(host, f"cat {LIMITS_FILE}").stdout

@@ -1,14 +1,13 @@
 """The ulimits role's filters and files, including the parts that cannot run in the sandbox:
 the RHEL PAM stacks (authselect's system-auth / password-auth) and the systemd drop-in,
-rendered from the role's own template and per-OS variables and read back with hostcheck's
-parsers, so the role writes what hostcheck's ulimits check reads."""
+made as the role writes it and read back with hostcheck's parsers, so the role writes what
+hostcheck's ulimits check reads."""
 
 from __future__ import annotations
 
 import resource
 from pathlib import Path
 
-import jinja2
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
@@ -20,7 +19,6 @@ from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
 from plugins.filter.ulimits import (
     RLIM_INFINITY,
-    FilterModule,
     ulimits_cap_sys_resource,
     ulimits_conf_entries,
     ulimits_conf_value,
@@ -33,6 +31,7 @@ from plugins.filter.ulimits import (
     ulimits_proc_limits,
     ulimits_rlimit,
     ulimits_systemctl_show,
+    ulimits_systemd_dropin,
     ulimits_systemd_expected,
     ulimits_systemd_lines,
 )
@@ -309,6 +308,14 @@ def test_pam_stacks_of_both_families(files):
     assert state == {s: hostcheck_view(files, s) for s in SERVICES}
 
 
+@pytest.mark.parametrize("files", [DEBIAN_PAM, RHEL_PAM], ids=["debian", "rhel"])
+def test_pam_stacks_read_by_the_probe_as_files_read_alike(files):
+    """The role's probe hands over {path: text} (an empty file is one that runs nothing)."""
+    by_path = {f"/etc/pam.d/{name}": text for name, text in files.items()}
+    assert ulimits_pam_limits(by_path, SERVICES) == ulimits_pam_limits(grep_output(files), SERVICES)
+    assert ulimits_pam_limits({**by_path, "/etc/pam.d/sshd": ""}, ["sshd"]) == {"sshd": "missing"}
+
+
 def test_pam_limits_missing_from_password_auth_reaches_sshd_only():
     files = {**RHEL_PAM, "password-auth": AUTHSELECT_SESSION.replace("pam_limits.so", "pam_x.so")}
     state = ulimits_pam_limits(grep_output(files), SERVICES)
@@ -346,23 +353,6 @@ def test_per_os_remedy(family):
 # --- systemd ----------------------------------------------------------------------------
 
 
-def render_dropin(conf: dict) -> str:
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters.update(
-        {f"hostcheck.gpu_hosts.{name}": f for name, f in FilterModule().filters().items()}
-    )
-    template = env.from_string((ROLE / "templates" / "system.conf.d.conf.j2").read_text())
-    # vars/main.yml's __ulimits_conf and __ulimits_nr_open point at the validation's result
-    return template.render(
-        {
-            **yaml_file(ROLE / "vars" / "main.yml"),
-            "ansible_managed": "Ansible managed",
-            "__ulimits_conf": conf,
-            "__ulimits_nr_open": NR_OPEN,
-        }
-    )
-
-
 @pytest.mark.parametrize(
     "conf",
     [
@@ -377,7 +367,7 @@ def render_dropin(conf: dict) -> str:
 def test_systemd_dropin_reads_back_in_hostcheck(conf):
     """The drop-in the role writes on RHEL and Debian alike, read by hostcheck's system.conf
     parser; nofile 'unlimited' is written as fs.nr_open (systemd would clamp infinity)."""
-    text = render_dropin(conf)
+    text = ulimits_systemd_dropin(conf, NR_OPEN)
     assert "[Manager]\n" in text
     parsed = lim.parse_system_conf(text, "90-hostcheck-training.conf")
     for item in ("nofile", "memlock", "nproc"):
@@ -412,7 +402,8 @@ def test_defaults_documented_validated_and_enough_for_the_gpu_node_profile():
     specs = yaml_file(ROLE / "meta" / "argument_specs.yml")["argument_specs"]
     options = specs["main"]["options"]
     assert set(defaults) == set(options)
-    assert specs["validate"] == specs["main"]
+    # tasks_from: validate has no entry point of its own (one task less) or the same one
+    assert specs.get("validate", specs["main"]) == specs["main"]
     for name, value in defaults.items():
         assert options[name]["default"] == value, name
         assert name.startswith("ulimits_")

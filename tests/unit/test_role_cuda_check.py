@@ -549,7 +549,6 @@ def test_the_real_toolkit_of_this_machine():
 def test_defaults_match_the_argument_specs_and_are_commented():
     text = (ROLE / "defaults" / "main.yml").read_text()
     specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-    assert specs["main"] == specs["validate"]
     assert {k: v["default"] for k, v in specs["main"]["options"].items()} == yaml.safe_load(text)
     lines = text.splitlines()
     assert all(
@@ -560,30 +559,23 @@ def test_defaults_match_the_argument_specs_and_are_commented():
 
 
 def test_the_role_only_reads():
-    """A check role: nothing but read-only modules, and the script marked unchanged and run in
-    --check too."""
-    read_only = {
-        "ansible.builtin.assert",
-        "ansible.builtin.debug",
-        "ansible.builtin.set_fact",
-        "ansible.builtin.include_vars",
-        "ansible.builtin.setup",
-        "ansible.builtin.stat",
-        "ansible.builtin.import_tasks",
-        "ansible.builtin.include_tasks",
-        "ansible.builtin.script",
+    """A check role: main.yml and verify.yml are each one task of its own read-only action
+    (plugins/action/cuda_check_verify.py, which validates first), validate.yml the validation."""
+    tasks = {
+        path.name: yaml.safe_load(path.read_text())
+        for path in sorted((ROLE / "tasks").glob("*.yml"))
     }
-    tasks = []
-    for path in sorted((ROLE / "tasks").glob("*.yml")):
-        pending = list(yaml.safe_load(path.read_text()))
-        while pending:
-            task = pending.pop()
-            pending += task.get("block", [])
-            tasks.append(task)
-    modules = {key for task in tasks for key in task if key.startswith("ansible.")}
-    assert modules <= read_only, modules - read_only
-    (script,) = [task for task in tasks if "ansible.builtin.script" in task]
-    assert script["changed_when"] is False and script["check_mode"] is False
+    assert sorted(tasks) == ["main.yml", "validate.yml", "verify.yml"]
+    modules = {
+        name: [key for task in found for key in task if key.startswith(("ansible.", "hostcheck."))]
+        for name, found in tasks.items()
+    }
+    assert modules == {
+        "main.yml": ["hostcheck.gpu_hosts.cuda_check_verify"],
+        "validate.yml": ["hostcheck.gpu_hosts.cuda_check_validate"],
+        "verify.yml": ["hostcheck.gpu_hosts.cuda_check_verify"],
+    }
+    assert tasks["main.yml"][0]["register"] == "__cuda_check_checked"
 
 
 def test_every_os_family_of_the_platforms_has_its_vars():

@@ -1,46 +1,35 @@
 """The hostcheck role without hosts: the per-OS vars each OS family gets (RHEL and Ubuntu cannot
-run here), the controller's wheel reader, the sandbox settings against hostcheck's own schema,
-and defaults that match meta/argument_specs.yml."""
+run here), the sysctls the host state record watches, the controller's wheel reader, the sandbox
+settings against hostcheck's own schema, and defaults that match meta/argument_specs.yml."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    OS_VARS,
+    os_vars_for,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+    Invalid,
+    RoleValidation,
+)
 
 from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "hostcheck"
-BIN = Path(sys.executable).parent
-ENV = {
-    **os.environ,
-    "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-    "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
-    "ANSIBLE_STDOUT_CALLBACK": "json",
-    "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-    "PATH": f"{BIN}:{os.environ['PATH']}",
-}
-# The role's vars entry point for each OS, as gathered facts would name it.
-PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Load the per-OS vars
-      ansible.builtin.include_role:
-        name: hostcheck
-        tasks_from: vars
-      vars:
-        ansible_facts: "{{ item }}"
-      loop: %s
-"""
+ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+# Per OS: the facts that name it, the vars file the validation must load, the python and one
+# package of it.
 OSES = {
     "Debian 12": (("Debian", "12", "Debian"), "Debian.yml", "/usr/bin/python3", "python3-venv"),
     "Ubuntu 22": (("Ubuntu", "22", "Debian"), "Debian.yml", "/usr/bin/python3", "python3-venv"),
@@ -61,49 +50,18 @@ def facts(distribution: str, major: str, family: str) -> dict:
     }
 
 
-def play(tmp_path: Path, cases: list[dict]) -> tuple[int, list[dict]]:
-    book = tmp_path / "vars.yml"
-    book.write_text(PLAYBOOK % json.dumps(cases))
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(book)],
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    output = json.loads(done.stdout[done.stdout.index("{") :])
-    results = [
-        task["hosts"]["localhost"]
-        for task in output["plays"][0]["tasks"]
-        if task["task"]["name"].startswith("hostcheck : ")
-    ]
-    return done.returncode, results
-
-
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory) -> dict[str, tuple[list[str], dict, str]]:
-    """Per OS: the vars file include_vars read, its variables, the python chosen for the venv."""
-    cases = [facts(*spec[0]) for spec in OSES.values()]
-    code, results = play(tmp_path_factory.mktemp("osvars"), cases)
-    assert code == 0, results
-    per_os = [results[i : i + 3] for i in range(0, len(results), 3)]
-    return {
-        name: (
-            included["ansible_included_var_files"],
-            included["ansible_facts"],
-            chosen["ansible_facts"]["__hostcheck_python"],
-        )
-        for name, (included, _, chosen) in zip(OSES, per_os)
-    }
+def os_vars(host_facts: dict) -> dict:
+    """What the validate action loads for a host with these facts (RoleValidation.os_vars)."""
+    host = SimpleNamespace(facts=lambda: host_facts, role_path=str(ROLE))
+    return os_vars_for(RoleValidation.os_vars(host, OS_VARS), host_facts)
 
 
 @pytest.mark.parametrize("name", OSES)
-def test_each_os_gets_its_packages_and_python(loaded, name):
-    _, vars_file, python, package = OSES[name]
-    files, variables, chosen = loaded[name]
-    assert [Path(f).name for f in files] == [vars_file]
-    assert chosen == variables["__hostcheck_os_python"] == python
+def test_each_os_gets_its_packages_and_python(name):
+    names, vars_file, python, package = OSES[name]
+    variables = os_vars(facts(*names))
+    assert variables == yaml.safe_load((ROLE / "vars" / vars_file).read_text())
+    assert variables["__hostcheck_os_python"] == python
     packages = variables["__hostcheck_os_packages"]
     assert package in packages
     # ansible.builtin.pip needs packaging for the interpreter Ansible runs on the host
@@ -111,10 +69,21 @@ def test_each_os_gets_its_packages_and_python(loaded, name):
     assert Path(python).name in {p.split("-")[0] for p in packages}
 
 
-def test_an_os_without_vars_stops_with_a_message(tmp_path):
-    code, results = play(tmp_path, [facts("SLES", "15", "Suse")])
-    assert code != 0
-    assert "role hostcheck has no vars for SLES 15 (Suse family)" in results[-1]["msg"]
+def test_an_os_without_vars_stops_with_a_message():
+    with pytest.raises(Invalid) as caught:
+        os_vars(facts("SLES", "15", "Suse"))
+    assert str(caught.value) == (
+        "role hostcheck has no vars for SLES 15 (Suse family): add roles/hostcheck/vars/Suse.yml"
+    )
+
+
+def test_the_watched_sysctls_cover_every_built_in_profile():
+    """A live sysctl change is seen by the host state record when hostcheck checks the key."""
+    watched = set(ROLE_VARS["__hostcheck_profile_sysctls"])
+    for profile in (REPO / "hostcheck" / "profiles").glob("*.yaml"):
+        checks = yaml.safe_load(profile.read_text()).get("checks") or {}
+        expect = (checks.get("sysctl") or {}).get("expect") or {}
+        assert set(expect) <= watched, profile.name
 
 
 def wheel_info(*args: str) -> subprocess.CompletedProcess:
@@ -173,7 +142,7 @@ def test_defaults_match_the_argument_specs_and_are_commented():
     defaults_text = (ROLE / "defaults" / "main.yml").read_text()
     defaults = yaml.safe_load(defaults_text)
     specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-    for entry in ("main", "validate"):
+    for entry in specs:
         options = specs[entry]["options"]
         assert set(options) == set(defaults)
         assert {k: v["default"] for k, v in options.items()} == defaults

@@ -343,7 +343,6 @@ def test_the_argument_specs_know_every_default():
     assert set(options) == set(defaults())
     for name, value in defaults().items():
         assert options[name]["default"] == value, name
-    assert specs["validate"] == specs["main"]
 
 
 # ---------------------------------------------------------------- decisions
@@ -539,13 +538,36 @@ def test_probe_finds_gpus_and_nvswitches_and_reads_versions(tmp_path):
     (tmp_path / "sys/module/nvidia/version").write_text("550.54.15\n")
     (tmp_path / "boot").mkdir()
     (tmp_path / "boot/vmlinuz-6.8.0-31-generic").write_text("")
-    found = probe_module.probe({"root": str(tmp_path), "mok_key": "", "mok_cert": ""})
+    found = probe_module.probe(
+        {"root": str(tmp_path), "mok_key": "", "mok_cert": "", "nouveau_file": ""}
+    )
     assert [g["address"] for g in found["gpus"]] == ["0000:3b:00.0"]
     assert [s["address"] for s in found["nvswitches"]] == ["0000:5a:00.0"]
     assert found["loaded_version"] == "550.54.15"
     assert found["nouveau_loaded"] is False
     assert found["kernels"] == ["vmlinuz-6.8.0-31-generic"]
     assert found["secure_boot"] in ("unsupported", "enabled", "disabled")
+
+
+@pytest.mark.parametrize(
+    ("content", "blacklisted"),
+    [
+        (
+            "# Written by the nvidia_driver role\nblacklist nouveau\noptions nouveau modeset=0\n",
+            True,
+        ),
+        ("# blacklist nouveau\noptions nouveau modeset=0\n", False),
+        (None, False),
+    ],
+)
+def test_probe_reads_the_nouveau_blacklist_back(tmp_path, content, blacklisted):
+    conf = "etc/modprobe.d/hostcheck-blacklist-nouveau.conf"
+    if content is not None:
+        (tmp_path / conf).parent.mkdir(parents=True)
+        (tmp_path / conf).write_text(content)
+    params = {"root": str(tmp_path), "mok_key": "", "mok_cert": "", "nouveau_file": f"/{conf}"}
+    assert probe_module.probe(params)["nouveau_blacklisted"] is blacklisted
+    assert probe_module.probe({**params, "nouveau_file": ""})["nouveau_blacklisted"] is None
 
 
 def test_probe_reads_secure_boot_from_the_efi_variable(tmp_path):

@@ -15,6 +15,10 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
+    OS_VARS,
+    skip_reason,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "pillow_simd"
@@ -32,12 +36,9 @@ def render(text: str, **variables) -> str:
 
 
 def vars_file_for(facts: dict) -> Path | None:
-    """What prepare.yml's first_found picks for these facts."""
-    tasks = yaml.safe_load((ROLE / "tasks" / "prepare.yml").read_text())
-    (task,) = [t for t in tasks if t["name"] == "Find the package names of this OS"]
-    candidates = task["vars"]["__pillow_simd_candidates"]["files"]
-    for name in candidates:
-        path = ROLE / "vars" / render(name, ansible_facts=facts)
+    """What the validate action's os_vars picks for these facts."""
+    for name in OS_VARS:
+        path = ROLE / "vars" / (name.format(**facts) + ".yml")
         if path.exists():
             return path
     return None
@@ -95,8 +96,7 @@ def test_an_unknown_os_has_no_vars_file_and_is_skipped():
     facts = {"distribution": "Gentoo", "distribution_major_version": "2",
              "distribution_version": "2.15", "os_family": "Gentoo"}  # fmt: skip
     assert vars_file_for(facts) is None
-    prepare = (ROLE / "tasks" / "prepare.yml").read_text()
-    assert "no package list for" in prepare and "skip=true" in prepare
+    assert skip_reason(facts, False, ["sse4_1"]).startswith("no package list for Gentoo")
 
 
 def test_library_lists_differ_so_cache_keys_never_mix_os_releases():
@@ -121,7 +121,6 @@ def test_constraint_file_pins_the_placeholder_and_the_release():
 def test_defaults_match_the_argument_specs():
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
     specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-    assert specs["main"] == specs["validate"]
     options = specs["main"]["options"]
     assert set(options) == set(defaults)
     for name, value in defaults.items():
@@ -196,22 +195,20 @@ def fake_install(venv: Path, name: str, version: str, files: dict[str, bytes]) -
     (info / "RECORD").write_text("\n".join(rows) + "\n")
 
 
-def probe(venv: Path, avx2: str = "yes") -> dict:
+def probe(venv: Path, avx2: str = "yes", *more: str) -> dict:
     return run_helper(
         "probe", "--venv", str(venv), "--version", VERSION, "--avx2", avx2,
-        "--os-key", "debian-12", "--packages-hash", "0123456789abcdef",
+        "--os-key", "debian-12", "--packages-hash", "0123456789abcdef", *more,
     )  # fmt: skip
 
 
-def test_probe_follows_the_imaging_hash_from_the_build_record_to_the_disk(venv):
-    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    imaging = f"PIL/_imaging.cpython-{sys.version_info[0]}{sys.version_info[1]}-x86_64-linux-gnu.so"
-    simd_so = b"\x7fELF pillow-simd built with -mavx2"
-    found = probe(venv)
-    assert found["venv"]["state"] == "venv" and not found["simd_ok"]
-    assert found["key"].startswith("debian-12-") and found["key"].endswith(f"-{tag}-avx2-01234567")
+IMAGING = f"PIL/_imaging.cpython-{sys.version_info[0]}{sys.version_info[1]}-x86_64-linux-gnu.so"
+SIMD_SO = b"\x7fELF pillow-simd built with -mavx2"
 
-    fake_install(venv, "pillow-simd", VERSION, {"PIL/__init__.py": b"", imaging: simd_so})
+
+def install_simd_from_its_wheel(venv: Path, found: dict) -> None:
+    """pillow-simd in the venv, and the wheel with its build record where the role keeps it."""
+    fake_install(venv, "pillow-simd", VERSION, {"PIL/__init__.py": b"", IMAGING: SIMD_SO})
     wheel_dir = Path(found["wheel"]["dir"])
     wheel_dir.mkdir(parents=True)
     wheel = wheel_dir / found["wheel"]["name"]
@@ -220,9 +217,19 @@ def test_probe_follows_the_imaging_hash_from_the_build_record_to_the_disk(venv):
         "version": VERSION,
         "avx2": True,
         "wheel_sha256": hashlib.sha256(b"the wheel").hexdigest(),
-        "imaging_sha256": helper.record_hash(simd_so),
+        "imaging_sha256": helper.record_hash(SIMD_SO),
     }
     Path(f"{wheel}.json").write_text(json.dumps(record))
+
+
+def test_probe_follows_the_imaging_hash_from_the_build_record_to_the_disk(venv):
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    imaging = IMAGING
+    found = probe(venv)
+    assert found["venv"]["state"] == "venv" and not found["simd_ok"]
+    assert found["key"].startswith("debian-12-") and found["key"].endswith(f"-{tag}-avx2-01234567")
+
+    install_simd_from_its_wheel(venv, found)
     assert probe(venv)["simd_ok"]
     assert not probe(venv, avx2="no")["simd_ok"]  # the other build is wanted: another key
 
@@ -248,3 +255,107 @@ def test_probe_tells_the_placeholder_from_stock_pillow(venv):
     fake_install(venv, "pillow", "12.3.0", {"PIL/Image.py": b"x"})
     found = probe(venv)
     assert not found["placeholder"]["ok"] and found["remove"] == ["pillow"]
+
+
+# ---------------------------------------------------------------- the provisioning probe
+
+CONSTRAINTS = f"# managed\npillow=={VERSION}+pillowsimd\npillow-simd=={VERSION}\n"
+
+
+def provision(venv: Path) -> tuple[str, ...]:
+    """The state the install path leaves (without running pip): pillow-simd from its wheel, the
+    placeholder, the role's folders (0755), constraints.txt and pip.conf (0644). Returns the
+    probe arguments main.yml adds (no packages: they are tested apart)."""
+    found = probe(venv)
+    install_simd_from_its_wheel(venv, found)
+    placeholder = run_helper("placeholder", "--version", VERSION, "--out", str(venv / "w"))
+    (site,) = venv.glob("lib/python3*/site-packages")
+    with zipfile.ZipFile(placeholder["path"]) as wheel:
+        wheel.extractall(site)
+    home = Path(found["home"])
+    for folder in (home, home / "wheels", Path(found["wheel"]["dir"])):
+        folder.chmod(0o755)
+    constraints = home / "constraints.txt"
+    constraints.write_text(CONSTRAINTS)
+    constraints.chmod(0o644)
+    wanted = " ".join(dict.fromkeys([*found["pip_global"]["constraints"], str(constraints)]))
+    pip_conf = venv / "pip.conf"
+    pip_conf.write_text(f"[global]\nconstraint = {wanted}\n\n[install]\nconstraint = {wanted}\n")
+    pip_conf.chmod(0o644)
+    return ("--packages", "--constraints-text", CONSTRAINTS)
+
+
+def test_a_provisioned_venv_needs_nothing_and_each_drift_is_named(venv):
+    more = provision(venv)
+    found = probe(venv, "yes", *more)
+    assert (found["provisioned"], found["drift"]) == (True, [])
+    home = venv / "pillow-simd"
+    constraints, pip_conf = home / "constraints.txt", venv / "pip.conf"
+
+    constraints.write_text(CONSTRAINTS + "pillow<99\n")
+    assert probe(venv, "yes", *more)["drift"] == [f"{constraints} is not the role's template"]
+    constraints.write_text(CONSTRAINTS)
+    constraints.chmod(0o600)
+    assert probe(venv, "yes", *more)["drift"] == [f"{constraints} has mode 0600, not 0644"]
+    constraints.chmod(0o644)
+    (home / "wheels").chmod(0o700)
+    assert probe(venv, "yes", *more)["drift"] == [f"{home}/wheels has mode 0700, not 0755"]
+    (home / "wheels").chmod(0o755)
+
+    text = pip_conf.read_text()
+    pip_conf.write_text(text.replace("[install]\nconstraint", "[install]\nno-cache-dir = 1\nx"))
+    (drift,) = probe(venv, "yes", *more)["drift"]
+    assert drift.startswith(f"{pip_conf} [install] constraint is None, not ")
+    pip_conf.write_text(text)
+    assert probe(venv, "yes", *more)["provisioned"]
+
+    # the other AVX2 choice: another wheel, so neither it nor PIL is as wanted
+    other = probe(venv, "no", *more)
+    assert other["drift"] == [
+        f"{other['wheel']['dir']} is missing",
+        f"no wheel built as wanted at {other['wheel']['path']}",
+        f"PIL is not pillow-simd {VERSION} from that wheel",
+    ]
+
+    (site,) = venv.glob("lib/python3*/site-packages")
+    for info in site.glob("pillow-*.dist-info"):
+        for item in info.iterdir():
+            item.unlink()
+        info.rmdir()
+    assert probe(venv, "yes", *more)["drift"] == [
+        f"pillow is not the placeholder {VERSION}+pillowsimd"
+    ]
+
+
+def test_no_venv_yet_is_drift(tmp_path):
+    found = probe(tmp_path / "none", "yes", "--constraints-text", CONSTRAINTS)
+    assert not found["provisioned"]
+    assert found["drift"][0] == f"no venv at {tmp_path / 'none'}"
+
+
+@pytest.mark.parametrize(
+    ("manager", "output", "missing"),
+    [
+        ("apt", "zlib1g-dev ii \npython3-venv un \n", ["python3-venv", "libtiff-dev"]),
+        ("apt", "dpkg-query: no packages found matching libtiff-dev\n", ["zlib1g-dev",
+         "python3-venv", "libtiff-dev"]),
+        ("dnf", "zlib-devel-1.2.11-40.el9.x86_64\nno package provides libtiff-dev\n",
+         ["libtiff-dev"]),
+    ],
+)  # fmt: skip
+def test_missing_packages_from_the_package_database(monkeypatch, manager, output, missing):
+    asked = []
+    monkeypatch.setattr(helper, "run", lambda argv, **_: asked.append(argv) or (1, output))
+    names = ["zlib1g-dev", "python3-venv", "libtiff-dev"]
+    assert helper.missing_packages(names, manager) == missing
+    assert asked[0][0] == ("dpkg-query" if manager == "apt" else "rpm")
+    assert asked[0][-3:] == names
+    assert helper.missing_packages([], manager) == [] and len(asked) == 1
+
+
+def test_missing_packages_without_the_tool_are_all_missing(monkeypatch):
+    def absent(argv, **_):
+        raise FileNotFoundError(argv[0])
+
+    monkeypatch.setattr(helper, "run", absent)
+    assert helper.missing_packages(["a", "b"], "dnf") == ["a", "b"]

@@ -8,12 +8,19 @@ import configparser
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jinja2
 import pytest
 import yaml
+from ansible import constants
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_validate import (
+    Tuning,
+    expected_boot_files,
+)
 
 from plugins.filter.sysctl_tuning import (
     sysctl_tuning_parse_file,
@@ -424,6 +431,58 @@ def test_files_read_back(host):
     assert again["tuned_active_profile"] == "hostcheck-training"
 
 
+def test_modes_and_owners_of_the_role_files(host):
+    host.file("/etc/systemd/system/hostcheck-thp.service", "[Unit]\n", 0o600)
+    (host.path / "etc/tuned/hostcheck-training").mkdir(parents=True)
+    params = {
+        "names": [],
+        "controller_boot_id": "",
+        "controller_namespaces": "",
+        "own_file": OWN,
+        "files": [],
+        "stat": ["/etc/systemd/system/hostcheck-thp.service", "/etc/tuned/hostcheck-training", OWN],
+    }
+    found = probe.probe(params, root=host.root, detect_virt=no_virt)["stat"]
+    me = os.getuid(), os.getgid()
+    unit = found["/etc/systemd/system/hostcheck-thp.service"]
+    assert unit == {"mode": "0600", "uid": me[0], "gid": me[1], "directory": False}
+    assert found["/etc/tuned/hostcheck-training"]["directory"] is True
+    assert found[OWN] is None
+
+
+SHOWN = """LoadState=loaded
+ActiveState=active
+UnitFileState=enabled
+
+LoadState=not-found
+ActiveState=inactive
+UnitFileState=
+"""
+
+
+def test_unit_states_from_systemctl_show():
+    asked = []
+
+    def show(names):
+        asked.append(names)
+        return SHOWN
+
+    names = ["hostcheck-thp.service", "tuned.service"]
+    assert probe.unit_states(names, True, show) == {
+        "hostcheck-thp.service": {
+            "LoadState": "loaded",
+            "ActiveState": "active",
+            "UnitFileState": "enabled",
+        },
+        "tuned.service": {"LoadState": "not-found", "ActiveState": "inactive", "UnitFileState": ""},
+    }
+    assert asked == [names]
+    # without systemd, or when systemctl answers for fewer units than asked: nothing known
+    assert probe.unit_states(names, False, show) == {}
+    assert probe.unit_states([*names, "x.service"], True, show) == {}
+    assert probe.unit_states([], True, show) == {}
+
+
 def test_probe_on_this_machine_reads_and_changes_nothing():
     """The probe against the real / of this machine (the controller): no kernel is shared
     with itself; the values it reads are the kernel's."""
@@ -558,3 +617,61 @@ def test_systemd_units(family, tmp_path):
         problems = verify_unit(unit)
         # complaints about other units (ondemand.service is Ubuntu's) are not the role's
         assert [p for p in problems if name in p and "ondemand.service" not in p] == []
+
+
+RENDER_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  connection: local
+  tasks:
+    - name: Write the boot files as the role's tasks do
+      ansible.builtin.template:
+        src: "{{ templates }}/{{ item }}.j2"
+        dest: "{{ out }}/{{ item }}"
+        mode: "0644"
+      loop: [hostcheck-cpu-governor.service, hostcheck-thp.service, tuned.conf]
+"""
+
+
+@pytest.mark.parametrize("family", ["Debian", "Ubuntu", "RedHat"])
+def test_the_validation_renders_the_boot_files_as_the_template_module_writes_them(family, tmp_path):
+    """The validation finds nothing to change only where a file equals what the template
+    module would write: both render the same text from the same variables."""
+    variables = {
+        **defaults(),
+        **yaml.safe_load((ROLE / "vars" / f"{family}.yml").read_text()),
+        "__sysctl_tuning_thp_dir": "/sys/kernel/mm/transparent_hugepage",
+    }
+    extra = tmp_path / "vars.yml"
+    extra.write_text(
+        yaml.safe_dump({**variables, "templates": str(ROLE / "templates"), "out": str(tmp_path)})
+    )
+    (tmp_path / "render.yml").write_text(RENDER_PLAYBOOK)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "render.yml", "-e", f"@{extra}"],
+        cwd=tmp_path,
+        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    method = "tuned" if family == "RedHat" else "systemd"
+    tuning = Tuning(
+        wanted={},
+        governor=variables["sysctl_tuning_cpu_governor"],
+        thp_modes={
+            "enabled": variables["sysctl_tuning_thp_enabled"],
+            "defrag": variables["sysctl_tuning_thp_defrag"],
+        },
+        sysctl_file=OWN,
+        boot_method=method,
+    )
+    kernel = {"cpufreq": {"present": True}, "thp": {"present": True}}
+    managed = constants.config.get_config_value("DEFAULT_MANAGED_STR")
+    expected = expected_boot_files(
+        tuning, kernel, str(ROLE / "templates"), {**variables, "ansible_managed": managed}
+    )
+    assert len(expected) == (1 if method == "tuned" else 2)
+    for path, text in expected.items():
+        assert (tmp_path / Path(path).name).read_text() == text, path

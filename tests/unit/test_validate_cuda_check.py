@@ -33,26 +33,43 @@ def test_every_variable_is_checked():
     assert set(VARIABLES) == set(DEFAULTS)
 
 
-def test_the_defaults_and_good_values_pass():
-    assert cuda_check_values(GOOD) == {}
-    assert (
-        cuda_check_values(
-            {
-                **GOOD,
-                "cuda_check_without_driver": "fail",
-                "cuda_check_min_driver_version": "550.54.15",
-                "cuda_check_min_cuda_version": "12.4",
-                "cuda_check_toolkit_version": 12,
-                "cuda_check_cudnn_version": "9",
-                "cuda_check_torch_cuda_version": "12.10",
-                "cuda_check_toolkit_paths": ["/usr/local", "/opt/cuda"],
-                "cuda_check_cudnn_include_paths": ["/usr/include"],
-                "cuda_check_enabled": "yes",
-                "cuda_check_require_torch_cuda": 0,
-            }
-        )
-        == {}
-    )
+def test_the_defaults_and_good_values_pass_as_the_settings_of_the_decision():
+    assert cuda_check_values(GOOD) == {
+        "settings": {
+            "cuda_check_venv": "/opt/venvs/train",
+            "cuda_check_without_driver": "skip",
+            "cuda_check_min_driver_version": "",
+            "cuda_check_min_cuda_version": "",
+            "cuda_check_toolkit_version": "",
+            "cuda_check_cudnn_version": "",
+            "cuda_check_torch_cuda_version": "",
+            "cuda_check_require_torch_cuda": True,
+        }
+    }
+    assert cuda_check_values(
+        {
+            **GOOD,
+            "cuda_check_without_driver": "fail",
+            "cuda_check_min_driver_version": "550.54.15",
+            "cuda_check_min_cuda_version": "12.4",
+            "cuda_check_toolkit_version": 12,
+            "cuda_check_cudnn_version": "9",
+            "cuda_check_torch_cuda_version": "12.10",
+            "cuda_check_toolkit_paths": ["/usr/local", "/opt/cuda"],
+            "cuda_check_cudnn_include_paths": ["/usr/include"],
+            "cuda_check_enabled": "yes",
+            "cuda_check_require_torch_cuda": 0,
+        }
+    )["settings"] == {
+        "cuda_check_venv": "/opt/venvs/train",
+        "cuda_check_without_driver": "fail",
+        "cuda_check_min_driver_version": "550.54.15",
+        "cuda_check_min_cuda_version": "12.4",
+        "cuda_check_toolkit_version": "12",
+        "cuda_check_cudnn_version": "9",
+        "cuda_check_torch_cuda_version": "12.10",
+        "cuda_check_require_torch_cuda": False,
+    }
 
 
 @pytest.mark.parametrize(("value", "shown"), [("never", '"never"'), (None, "null"), ("", '""')])
@@ -134,7 +151,8 @@ def test_the_first_bad_variable_is_named():
 def test_the_action_validates_once(tmp_path):
     first, again = validate("cuda_check", {"cuda_check_toolkit_version": "12.4"}, tmp_path)
     assert "failed" not in first, first.get("msg")
-    assert first["values"] == {} == again["values"]
+    assert first["values"]["settings"]["cuda_check_toolkit_version"] == "12.4"
+    assert again["values"] == first["values"]
     assert again["msg"] == "cuda_check: validated earlier in this run"
 
 

@@ -242,7 +242,9 @@ def test_numbers_keep_the_filter_message():
 def test_the_action_validates_once_and_gives_the_same_values_again(tmp_path):
     first, again = validate("hostcheck", {}, tmp_path)
     assert not first.get("failed"), first
-    assert first["values"] == {"numbers": {"hostcheck_timer_randomized_delay_sec": 120}}
+    assert first["values"]["numbers"] == {"hostcheck_timer_randomized_delay_sec": 120}
+    # this machine's OS packages for the venv (Debian or EL)
+    assert "__hostcheck_os_packages" in first["values"]["os_vars"]
     assert again["values"] == first["values"]
     assert again["msg"] == "hostcheck: validated earlier in this run"
 
@@ -272,6 +274,9 @@ def test_the_action_fails_on_the_first_bad_variable(tmp_path):
     assert failed["msg"].startswith("hostcheck_timer_randomized_delay_sec: a whole number of")
     (failed,) = validate("hostcheck", {"hostcheck_profile": "gpu_node"}, tmp_path)
     assert failed["msg"].startswith("hostcheck_profile: one of default, gpu-node, quick or")
+    # what the plan rests on: meta/argument_specs.yml's choices, checked first
+    (failed,) = validate("hostcheck", {"hostcheck_measure": "sometimes"}, tmp_path)
+    assert "hostcheck_measure must be one of: changed, always" in failed["msg"]
 
 
 @pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")

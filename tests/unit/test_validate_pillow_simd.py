@@ -1,16 +1,24 @@
 """The pillow_simd role's validate action: each bad variable refused by its message, what is at
-pillow_simd_venv judged from the host's one read, and the AVX2 decision from the CPU flags."""
+pillow_simd_venv judged from the host's one read, the AVX2 decision from the CPU flags, why a
+host is skipped, and the build inputs (the wheel's cache key as the old tasks computed it)."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
+from pathlib import Path
 
+import jinja2
 import pytest
+import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
     HOST_SCRIPT,
     avx2_choice,
+    benchmark_choice,
+    build_values,
     host_values,
     read_host,
+    skip_reason,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
 
@@ -195,19 +203,91 @@ def test_the_avx2_decision(avx2, flags, build):
         }
 
 
+@pytest.mark.parametrize(
+    ("given", "wanted"),
+    [(True, True), (False, False), ("true", True), ("False", False), ("yes", True), ("0", False)],
+)
+def test_benchmark_words(given, wanted):
+    assert benchmark_choice(given) is wanted
+
+
+@pytest.mark.parametrize("given", ["sometimes", None, 2, "tru"])
+def test_bad_benchmark(given):
+    with pytest.raises(Invalid) as caught:
+        benchmark_choice(given)
+    assert str(caught.value) == f"pillow_simd_benchmark: true or false, got '{given}'"
+
+
+X86 = {"distribution": "Debian", "architecture": "x86_64"}
+
+
+@pytest.mark.parametrize(
+    ("facts", "has_os_vars", "flags", "reason"),
+    [
+        (X86, True, ["sse4_1", "avx2"], ""),
+        (X86, True, ["sse4_1"], ""),
+        ({**X86, "distribution": "Gentoo"}, False, ["sse4_1"], "no package list for Gentoo in "
+         "roles/pillow_simd/vars"),
+        ({**X86, "architecture": "aarch64"}, True, [], "pillow-simd is x86-64 only (its build "
+         "passes -msse4); this host is aarch64"),
+        (X86, True, ["sse2"], "this CPU has no SSE4.1, which every pillow-simd build needs"),
+    ],
+)  # fmt: skip
+def test_why_a_host_is_skipped(facts, has_os_vars, flags, reason):
+    assert skip_reason(facts, has_os_vars, flags) == reason
+
+
+ROLE = Path(__file__).resolve().parents[2] / "roles" / "pillow_simd"
+
+
+def test_the_build_inputs_are_those_the_tasks_computed_before():
+    os_vars = yaml.safe_load((ROLE / "vars" / "Debian.yml").read_text())
+    os_vars["__pillow_simd_os_key"] = "debian-12"
+    extra = ["Zlib-Extra", "lcms2-devel"]
+    values = build_values(
+        "/opt/venvs/train//", 12.1, "python3", "/tmp/../tmp/w", extra, os_vars, True
+    )
+    # what prepare.yml's set_fact was: sort (case-insensitive), join, hash('sha1')
+    old = (
+        jinja2.Environment()
+        .from_string("{{ (libraries + extra) | sort | join(' ') }}")
+        .render(libraries=os_vars["__pillow_simd_library_packages"], extra=extra)
+    )
+    assert values["packages_hash"] == hashlib.sha1(old.encode()).hexdigest()
+    assert values["venv"] == "/opt/venvs/train" and values["version"] == "12.1"
+    assert values["cache"] == "/tmp/w"
+    assert build_values("/v", "1", "python3", "", [], os_vars, False)["cache"] == ""
+    assert values["probe_args"] == [
+        "probe", "--venv", "/opt/venvs/train", "--venv-python", "python3", "--version", "12.1",
+        "--avx2", "yes", "--os-key", "debian-12", "--packages-hash", values["packages_hash"],
+    ]  # fmt: skip
+
+
 # ---------------------------------------------------------------- through ansible-playbook
 
 
 def test_the_action_reads_this_machine_once(tmp_path):
     venv = tmp_path / "venv"
-    first, again = validate("pillow_simd", {"pillow_simd_venv": str(venv)}, tmp_path)
+    first, again = validate("pillow_simd", {"pillow_simd_venv": f"{venv}/"}, tmp_path)
     assert not first.get("failed"), first
     values = first["values"]
-    assert set(values) == {"cpu_flags", "avx2_build"}
     assert values["avx2_build"] is ("avx2" in values["cpu_flags"])
+    assert values["benchmark"] is False and values["skip_reason"] == ""  # x86-64 with SSE4.1
+    assert (values["venv"], values["version"]) == (str(venv), "12.1.1.post0")
+    # this machine is Debian: vars/Debian.yml, its cache key templated with the facts
+    assert values["os_vars"]["__pillow_simd_library_packages"][0] == "libjpeg62-turbo-dev"
+    assert values["os_vars"]["__pillow_simd_os_key"].startswith("debian-")
+    assert "{{" not in values["os_vars"]["__pillow_simd_os_key"]
+    assert values["probe_args"][:3] == ["probe", "--venv", str(venv)]
     assert (
         again["values"] == values and again["msg"] == "pillow_simd: validated earlier in this run"
     )
+
+
+def test_a_bad_benchmark_fails_the_action(tmp_path):
+    (failed,) = validate("pillow_simd", {"pillow_simd_benchmark": "often"}, tmp_path)
+    assert failed["msg"].startswith("pillow_simd: validation of arguments failed: argument ")
+    assert "'pillow_simd_benchmark'" in failed["msg"] and "'often'" in failed["msg"]
 
 
 def test_the_action_refuses_a_directory_that_is_no_venv(tmp_path):

@@ -28,7 +28,7 @@ def test_bad_options_name_shm_mount_options(options):
 
 
 def test_the_action_validates_once_and_gives_the_same_values_again(tmp_path):
-    first, again = validate("shm", {"shm_size": "25%"}, tmp_path)
+    first, again = validate("shm", {"shm_size": "25%", "shm_enabled": False}, tmp_path)
     assert first["values"] == {"option": "25%"} == again["values"]
     assert first["digest"] == again["digest"]
     assert again["msg"] == "shm: validated earlier in this run"

@@ -12,6 +12,10 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_validate import (
     ActionModule,
+    Tuning,
+    expected_boot_files,
+    sysctl_tuning_changes,
+    sysctl_tuning_notes,
     sysctl_tuning_on_host,
     sysctl_tuning_wanted,
 )
@@ -238,9 +242,15 @@ def test_the_action_validates_every_time(tmp_path):
         {"sysctl_tuning_enabled": False, "sysctl_tuning_settings": {"vm.swappiness": [10]}},
         tmp_path,
     )
-    assert first["values"] == {"wanted": {"vm.swappiness": "10"}} == again["values"]
+    values = {"wanted": {"vm.swappiness": "10"}, "changes": []}
+    assert first["values"] == values == again["values"]
     assert first["digest"] == again["digest"]
-    assert again["msg"] == "sysctl_tuning: the variables are valid"
+    # validated afresh (no "validated earlier"), and the switched-off role says so each time
+    assert (
+        first["msg"]
+        == again["msg"]
+        == "sysctl_tuning_enabled is false: sysctls, CPU governor and THP left as they are"
+    )
 
 
 def test_the_action_fails_naming_the_variable(tmp_path):
@@ -251,3 +261,295 @@ def test_the_action_fails_naming_the_variable(tmp_path):
     )
     assert failed["failed"] is True
     assert failed["msg"].startswith("sysctl_tuning_file: a file directly in /etc/sysctl.d")
+
+
+# --- what main.yml must change, and what it says ----------------------------------------
+
+FILE = GOOD["sysctl_file"]
+HEADER = (
+    "# Kernel tunables for PyTorch training hosts, from sysctl_tuning_settings (Ansible role\n"
+    "# sysctl_tuning). Lines here are rewritten by the role; change the variable instead.\n"
+)
+GOVERNOR_UNIT = "/etc/systemd/system/hostcheck-cpu-governor.service"
+THP_UNIT = "/etc/systemd/system/hostcheck-thp.service"
+TUNED_CONF = "/etc/tuned/hostcheck-training/tuned.conf"
+ROOTS_0644 = {"mode": "0644", "uid": 0, "gid": 0, "directory": False}
+RUNNING = {"LoadState": "loaded", "ActiveState": "active", "UnitFileState": "enabled"}
+
+
+def tuning(method: str = "systemd", **changes) -> Tuning:
+    asked = {
+        "wanted": WANTED,
+        "governor": "performance",
+        "thp_modes": THP_MODES,
+        "sysctl_file": FILE,
+        "boot_method": method,
+    }
+    return Tuning(**{**asked, **changes})
+
+
+def rendered(asked: Tuning, probe: dict, family: str = "Debian") -> dict[str, str]:
+    """The boot files as the role's templates render them for this family's hosts."""
+    family_vars = yaml.safe_load((ROLE / "vars" / f"{family}.yml").read_text())
+    variables = {
+        **DEFAULTS,
+        "sysctl_tuning_cpu_governor": asked.governor,
+        "sysctl_tuning_thp_enabled": asked.thp_modes["enabled"],
+        "sysctl_tuning_thp_defrag": asked.thp_modes["defrag"],
+        **family_vars,
+        "__sysctl_tuning_thp_dir": asked.thp_dir,
+        "ansible_managed": "Ansible managed",
+    }
+    return expected_boot_files(asked, probe, str(ROLE / "templates"), variables)
+
+
+def converged(asked: Tuning | None = None, family: str = "Debian", **changes) -> dict:
+    """A probe of a host as the role leaves it: kernel() (a host of its own with cpufreq and
+    THP) with `changes`, its files, values and units as the role sets them there."""
+    asked = asked or tuning("tuned" if family == "RedHat" else "systemd")
+    probe = kernel(**changes)
+    for name, found in probe["sysctl"].items():
+        if name in asked.wanted:
+            found.update(value=asked.wanted[name], boot={"file": FILE, "value": asked.wanted[name]})
+    lines = "".join(f"{name}={value}\n" for name, value in asked.wanted.items())
+    probe["files"] = {FILE: HEADER + lines if asked.wanted else None}
+    if probe["cpufreq"]["present"] and "cpufreq" not in changes:
+        probe["cpufreq"]["governors"] = {"cpu0": asked.governor or "powersave"}
+    for which, mode in asked.thp_modes.items():
+        if mode is not None and probe["thp"][which] is not None and "thp" not in changes:
+            probe["thp"][which]["selected"] = mode
+    boot_files = rendered(asked, probe, family)
+    probe["stat"] = {}
+    probe["units"] = {}
+    for unit in asked.units(probe):
+        path, link = asked.unit_path(unit), asked.unit_link(unit)
+        text = boot_files.get(path)
+        probe["files"].update({path: text, link: text})
+        probe["stat"][path] = ROOTS_0644 if text else None
+        probe["units"][unit["name"]] = RUNNING if text else {"LoadState": "not-found"}
+    conf = boot_files.get(TUNED_CONF)
+    probe["files"][TUNED_CONF] = conf
+    probe["stat"][TUNED_CONF] = ROOTS_0644 if conf else None
+    probe["stat"]["/etc/tuned/hostcheck-training"] = (
+        {**ROOTS_0644, "mode": "0755", "directory": True} if conf else None
+    )
+    if family == "RedHat":
+        probe["units"]["tuned"] = RUNNING
+        if "tuned_active_profile" not in changes:
+            probe["tuned_active_profile"] = "hostcheck-training"
+    return probe
+
+
+def changes(probe: dict, asked: Tuning | None = None, family: str = "Debian") -> list[str]:
+    asked = asked or tuning("tuned" if family == "RedHat" else "systemd")
+    return sysctl_tuning_changes(asked, probe, rendered(asked, probe, family))
+
+
+def edited(probe: dict, path: str, text: str | None) -> dict:
+    probe["files"][path] = text
+    return probe
+
+
+def test_the_names_the_role_keeps_its_files_under_are_the_tasks_names():
+    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    asked = tuning("tuned", tuned_profile_dir="/etc/tuned")
+    assert asked.unit_dir == role_vars["__sysctl_tuning_unit_dir"]
+    assert asked.governor_unit == role_vars["__sysctl_tuning_governor_unit"]
+    assert asked.thp_unit == role_vars["__sysctl_tuning_thp_unit"]
+    assert asked.tuned_profile == role_vars["__sysctl_tuning_tuned_profile"]
+    assert asked.thp_dir == role_vars["__sysctl_tuning_thp_dir"]
+    redhat = yaml.safe_load((ROLE / "vars" / "RedHat.yml").read_text())
+    assert (
+        asked.tuned_conf
+        == f"{redhat['__sysctl_tuning_tuned_profile_dir']}/hostcheck-training/tuned.conf"
+    )
+    args = asked.probe_args()
+    assert args["files"] == [
+        FILE,
+        GOVERNOR_UNIT,
+        "/etc/systemd/system/multi-user.target.wants/hostcheck-cpu-governor.service",
+        THP_UNIT,
+        "/etc/systemd/system/sysinit.target.wants/hostcheck-thp.service",
+        TUNED_CONF,
+    ]
+    assert args["units"] == ["hostcheck-cpu-governor.service", "hostcheck-thp.service", "tuned"]
+    assert "tuned" not in tuning().probe_args()["units"]
+
+
+@pytest.mark.parametrize("family", ["Debian", "Ubuntu", "RedHat"])
+def test_nothing_to_change_on_a_host_as_the_role_left_it(family):
+    assert changes(converged(family=family), family=family) == []
+
+
+def test_the_sysctl_file_and_live_values():
+    assert changes(edited(converged(), FILE, None)) == [
+        f"{FILE}: create it",
+        *(f"{name} = {value}" for name, value in WANTED.items()),
+    ]
+    text = converged()["files"][FILE]
+    assert changes(edited(converged(), FILE, text.replace("=10\n", "=60\n"))) == [
+        "vm.swappiness = 10"
+    ]
+    assert changes(edited(converged(), FILE, text + "vm.dirty_ratio=30\n")) == [
+        f"{FILE}: drop vm.dirty_ratio"
+    ]
+    live = converged()
+    live["sysctl"]["vm.swappiness"]["value"] = "60"
+    assert changes(live) == ["vm.swappiness = 10"]
+    # /proc/sys read-only: live values are not the role's to set
+    live["live_sysctl_blockers"] = ["/proc/sys is read-only"]
+    assert changes(live) == []
+
+
+def test_no_settings_remove_the_file():
+    asked = tuning(wanted={})
+    assert changes(converged(asked), asked) == []
+    assert changes(edited(converged(asked), FILE, HEADER), asked) == [
+        f"{FILE}: remove it (no settings)"
+    ]
+
+
+def test_the_governor_and_thp_now():
+    probe = converged()
+    probe["cpufreq"]["governors"] = {"cpu0": "performance", "cpu1": "powersave"}
+    probe["thp"]["enabled"]["selected"] = "always"
+    assert changes(probe) == [
+        "cpu1: governor performance",
+        "/sys/kernel/mm/transparent_hugepage/enabled: madvise",
+    ]
+    probe["live_sys_blockers"] = ["/sys is read-only"]
+    assert changes(probe) == []  # nor at boot: no unit on a kernel the role may not set
+
+
+def test_the_boot_units():
+    unit = converged()["files"][THP_UNIT]
+    assert changes(edited(converged(), THP_UNIT, unit.replace("madvise", "never"))) == [
+        f"{THP_UNIT}: write it"
+    ]
+    assert changes(edited(converged(), THP_UNIT, None)) == [f"{THP_UNIT}: write it"]
+    loose = converged()
+    loose["stat"][THP_UNIT] = {**ROOTS_0644, "mode": "0666"}
+    assert changes(loose) == [f"{THP_UNIT}: write it"]
+    stopped = converged()
+    stopped["units"]["hostcheck-thp.service"] = {**RUNNING, "ActiveState": "inactive"}
+    stopped["units"]["hostcheck-cpu-governor.service"] = {**RUNNING, "UnitFileState": "disabled"}
+    assert changes(stopped) == [
+        "hostcheck-cpu-governor.service: enable it",
+        "hostcheck-thp.service: start it",
+    ]
+    # the governor switched off (null): its unit goes
+    asked = tuning(governor=None)
+    left = converged(asked)
+    left["files"][GOVERNOR_UNIT] = unit
+    assert changes(left, asked) == [f"{GOVERNOR_UNIT}: remove it (no longer wanted)"]
+    # without systemd nothing is done at boot
+    assert changes(edited(converged(systemd=False), THP_UNIT, None)) == []
+
+
+def sandbox(**changes) -> dict:
+    """A sandbox host: systemd in a container on this machine's kernel (no cpufreq), the
+    sysctl file written, the THP unit enabled (and skipped by systemd), nothing set live."""
+    blockers = ["/run/systemd/container says systemd-nspawn"]
+    probe = converged(
+        **{
+            "shared": blockers,
+            "live_sysctl_blockers": [*blockers, "/proc/sys is read-only"],
+            "live_sys_blockers": [*blockers, "/sys is read-only"],
+            "systemd_container": "systemd-nspawn",
+            "cpufreq": {"present": False, "governors": {}, "available": None, "paths": []},
+            **changes,
+        }
+    )
+    probe["units"]["hostcheck-thp.service"] = {**RUNNING, "ActiveState": "inactive"}
+    for name in probe["sysctl"]:
+        probe["sysctl"][name]["value"] = "60"
+    return probe
+
+
+def test_in_a_container_units_are_enabled_not_started_and_nothing_is_set_live():
+    probe = sandbox()
+    assert probe["files"][GOVERNOR_UNIT] is None and probe["files"][THP_UNIT]
+    assert changes(probe) == []
+    probe["units"]["hostcheck-thp.service"] = {**RUNNING, "UnitFileState": "disabled"}
+    assert changes(probe) == ["hostcheck-thp.service: enable it"]
+
+
+def test_tuned():
+    redhat = {"family": "RedHat"}
+    probe = converged(**redhat)
+    probe["units"]["tuned"] = {"LoadState": "not-found", "ActiveState": "inactive"}
+    probe["tuned_active_profile"] = "balanced"
+    probe["files"][TUNED_CONF] = probe["files"][TUNED_CONF].replace("madvise", "never")
+    probe["stat"]["/etc/tuned/hostcheck-training"] = None
+    assert changes(probe, **redhat) == [
+        "tuned: install it",
+        "tuned: enable and start it",
+        "/etc/tuned/hostcheck-training: create it",
+        f"{TUNED_CONF}: write it",
+        "tuned-adm profile hostcheck-training",
+    ]
+    # governor and THP null: tuned is left alone, whatever it runs
+    asked = tuning("tuned", governor=None, thp_modes={"enabled": None, "defrag": None})
+    assert (
+        changes(converged(asked, tuned_active_profile="balanced", **redhat), asked, **redhat) == []
+    )
+    # on a kernel the role may not set, no profile either
+    assert changes(converged(live_sys_blockers=["/sys is read-only"], **redhat), **redhat) == []
+
+
+def test_the_tuned_profile_sets_what_verify_looks_for():
+    probe = converged(family="RedHat")
+    text = probe["files"][TUNED_CONF]
+    lines = [line for unit in tuning("tuned").units(probe) for line in unit["tuned"]]
+    assert lines == [
+        "governor=performance",
+        "transparent_hugepages=madvise",
+        "/sys/kernel/mm/transparent_hugepage/defrag=madvise",
+    ]
+    assert all(line in text for line in lines)
+
+
+def test_the_notes_on_a_sandbox_host():
+    notes = sysctl_tuning_notes(tuning(), sandbox(), "node1")
+    assert notes == [
+        "node1: the kernel is not this host's own or not writable (/run/systemd/container says "
+        "systemd-nspawn; /proc/sys is read-only; /sys is read-only). Skipped: live sysctl values "
+        f"({FILE} is still written, for the next boot of a host of its own); the CPU governor "
+        "and transparent huge pages, live; at boot only by units that systemd skips in a "
+        "container."
+    ]
+    no_container = sandbox(systemd_container="")
+    assert (
+        notes[0].replace(
+            "live; at boot only by units that systemd skips in a container",
+            "live and at boot (no unit, no tuned profile)",
+        )
+        == sysctl_tuning_notes(tuning(), no_container, "node1")[0]
+    )
+
+
+def test_the_notes_on_a_host_of_its_own():
+    assert sysctl_tuning_notes(tuning(), converged(), "node1") == []
+    probe = converged(
+        cpufreq={"present": False, "governors": {}, "available": None, "paths": []},
+        thp={"present": False, "enabled": None, "defrag": None},
+        systemd=False,
+    )
+    probe["sysctl"]["vm.swappiness"]["overridden_by"] = [["/etc/sysctl.d/99-local.conf", "60"]]
+    probe["sysctl"]["vm.max_map_count"]["overridden_by"] = [["/etc/sysctl.conf", "262144"]]
+    assert sysctl_tuning_notes(tuning(), probe, "node1") == [
+        "vm.swappiness: /etc/sysctl.d/99-local.conf sets 60 and is read after "
+        f"{FILE} at boot, so a reboot ends with that value, not 10: remove the line there "
+        "(verify.yml fails until then)",
+        "sysctl_tuning_cpu_governor: this host has no cpufreq (/sys/devices/system/cpu/cpu*/"
+        "cpufreq: a VM, or no cpufreq driver); governor left alone",
+        "sysctl_tuning_thp_enabled/defrag: this kernel has no "
+        "/sys/kernel/mm/transparent_hugepage; left alone",
+        "node1 does not run systemd: the CPU governor and THP are set now, but nothing sets "
+        "them again after a reboot",
+    ]
+    asked = tuning("tuned", governor=None, thp_modes={"enabled": None, "defrag": None})
+    assert sysctl_tuning_notes(asked, converged(asked, family="RedHat"), "node1") == [
+        "sysctl_tuning_cpu_governor and sysctl_tuning_thp_* are null (or this host lacks their "
+        "/sys files): tuned and its active profile left as they are"
+    ]

@@ -6,7 +6,10 @@ Runs with the host's python3 (3.6 or newer: RHEL 8 has 3.6), never imports PIL i
 build with -mavx2 on a CPU without AVX2 dies with SIGILL): PIL is imported by the venv's
 interpreter in a child process.
 
-  probe       --venv V --version X --avx2 yes|no --os-key K --packages-hash H [--runtime]
+  probe       --venv V --version X --avx2 yes|no --os-key K --packages-hash H
+              [--package-manager M --packages P... --constraints-text T]   (what provisioning
+              checks: "drift" lists what differs, "provisioned" is true when nothing does)
+              [--runtime [--bench-seconds S] [--recount] [--hostcheck]]   (what verify reads)
   build       --venv V --version X --avx2 yes|no --out DIR --key K [--min-avx2 N]
   placeholder --version X --out DIR
   bench       --python P [--seconds S]
@@ -24,6 +27,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -274,6 +278,103 @@ def load_sidecar(path):
         return None
 
 
+def missing_packages(names, manager):
+    """The names the package database has not installed (dpkg-query, or rpm on dnf/yum hosts:
+    a name counts as installed when an installed package provides it)."""
+    if not names:
+        return []
+    try:
+        if manager == "apt":
+            _, out = run(["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", "--", *names])
+            installed = set()
+            for line in out.splitlines():
+                name, _, status = line.partition(" ")
+                if status[1:2] == "i":
+                    installed.add(name)
+            return [n for n in names if n.split(":", 1)[0] not in installed]
+        _, out = run(["rpm", "-q", "--whatprovides", "--", *names])
+    except OSError:
+        return list(names)
+    prefix = "no package provides "
+    absent = {line[len(prefix) :].strip() for line in out.splitlines() if line.startswith(prefix)}
+    return [n for n in names if n in absent]
+
+
+def mode_problem(path, mode, kind):
+    """What keeps `path` from being a `kind` ("file" or "folder") with `mode`; None if nothing."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return f"{path} is missing"
+    is_kind = stat.S_ISDIR if kind == "folder" else stat.S_ISREG
+    if not is_kind(found.st_mode):
+        return f"{path} is not a {kind}"
+    if stat.S_IMODE(found.st_mode) != mode:
+        return f"{path} has mode {stat.S_IMODE(found.st_mode):04o}, not {mode:04o}"
+    return None
+
+
+def pip_conf_problem(path, wanted):
+    """What keeps the venv's pip.conf from naming `wanted` as the constraint of both [global]
+    and [install] (the way the role writes it, mode 0644); None if nothing."""
+    problem = mode_problem(path, 0o644, "file")
+    if problem:
+        return problem
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error as exc:
+        return f"{path} is not readable as an ini file: {str(exc).splitlines()[0]}"
+    for section in ("global", "install"):
+        found = parser.get(section, "constraint", fallback=None)
+        if found != wanted:
+            return f"{path} [{section}] constraint is {found!r}, not {wanted!r}"
+    return None
+
+
+def provisioning_drift(result, args):
+    """What the install path would change, in words ([] when the venv is as wanted)."""
+    home, venv = result["home"], result["venv"]["path"]
+    drift = []
+    if args.packages is not None:
+        missing = missing_packages(args.packages, args.package_manager)
+        if missing:
+            drift.append("packages not installed: " + " ".join(missing))
+    if result["venv"]["state"] != "venv":
+        drift.append("no venv at " + venv)
+    for folder in (home, os.path.join(home, "wheels"), result["wheel"]["dir"]):
+        drift.append(mode_problem(folder, 0o755, "folder"))
+    constraints = result["constraints"]
+    problem = mode_problem(constraints["path"], 0o644, "file")
+    if not problem and args.constraints_text not in (None, constraints["text"]):
+        problem = constraints["path"] + " is not the role's template"
+    drift.append(problem)
+    wanted = list(dict.fromkeys(result["pip_global"]["constraints"] + [constraints["path"]]))
+    drift.append(pip_conf_problem(os.path.join(venv, "pip.conf"), " ".join(wanted)))
+    if not result["wheel"]["ok"]:
+        drift.append("no wheel built as wanted at " + result["wheel"]["path"])
+    if not result["simd_ok"]:
+        drift.append(f"PIL is not pillow-simd {args.version} from that wheel")
+    if not result["placeholder"]["ok"]:
+        drift.append("pillow is not the placeholder " + result["placeholder"]["version"])
+    return [item for item in drift if item]
+
+
+def hostcheck_pillow(venv, avx2, bench_seconds):
+    """hostcheck's own pillow check in the venv (None when hostcheck is not installed there)."""
+    command = os.path.join(venv, "bin", "hostcheck")
+    if not os.path.exists(command):
+        return None
+    settings = ["require=true", "require_simd=true", f"require_avx2={str(avx2).lower()}"]
+    if bench_seconds <= 0:
+        settings.append("benchmark_seconds=0")
+    argv = [command, "run", "--check", "pillow"]
+    for setting in settings:
+        argv += ["--set", "pillow." + setting]
+    code_rc, out = run(argv, timeout=600)
+    return {"argv": argv, "rc": code_rc, "output": out.strip()[-1500:]}
+
+
 def probe(args):
     venv = args.venv.rstrip("/")
     state = venv_state(venv)
@@ -335,6 +436,8 @@ def probe(args):
     placeholder_ok = (
         len(pillow) == 1 and pillow[0]["version"] == placeholder_version and not pillow[0]["files"]
     )
+    constraints = os.path.join(home, "constraints.txt")
+    constraints_text = read_text(constraints)
     result = {
         "venv": {"path": venv, "state": state, "python": python, "interpreter": interp},
         "key": key,
@@ -349,16 +452,25 @@ def probe(args):
         "imaging": imaging,
         "simd_ok": simd_ok,
         "placeholder": {"version": placeholder_version, "ok": placeholder_ok},
+        "constraints": {
+            "path": constraints,
+            "text": constraints_text,
+            "lines": (constraints_text or "").splitlines(),
+        },
         "pip_global": pip_global_constraints(),
         "pip_env": {
             k: v for k, v in os.environ.items() if k in ("PIP_CONSTRAINT", "PIP_CONFIG_FILE")
         },
     }
+    result["drift"] = provisioning_drift(result, args)
+    result["provisioned"] = not result["drift"]
     if args.runtime and python:
         result["runtime"] = runtime_info(python, args.bench_seconds)
         result["pip_effective"] = effective_pip_config(python)
-        if imaging and imaging["sha256"]:
+        if args.recount and imaging and imaging["sha256"]:
             result["avx2_instructions"] = objdump_count(imaging["path"])
+    if args.hostcheck:
+        result["hostcheck"] = hostcheck_pillow(venv, avx2, args.bench_seconds)
     return result
 
 
@@ -493,8 +605,13 @@ def main():
     p.add_argument("--avx2", choices=("yes", "no"), required=True)
     p.add_argument("--os-key", required=True)
     p.add_argument("--packages-hash", required=True)
+    p.add_argument("--package-manager", default="apt")
+    p.add_argument("--packages", nargs="*")
+    p.add_argument("--constraints-text")
     p.add_argument("--runtime", action="store_true")
     p.add_argument("--bench-seconds", type=float, default=1.0)
+    p.add_argument("--recount", action="store_true")
+    p.add_argument("--hostcheck", action="store_true")
     b = sub.add_parser("build")
     b.add_argument("--venv", required=True)
     b.add_argument("--version", required=True)

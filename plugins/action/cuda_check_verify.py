@@ -1,0 +1,143 @@
+"""Checks the driver, CUDA, cuDNN and torch versions of a host, in one task and one read of the
+host: roles/cuda_check/files/cuda_facts.py run by the training venv's python (or, when the venv
+has none yet, the OS's python3), then the cuda_check_decide filter's decision. main.yml runs it
+(registered as __cuda_check_checked) and verify.yml again: there it returns the check main.yml
+made in the same run, and reads the host only when verify.yml runs alone.
+
+    - hostcheck.gpu_hosts.cuda_check_verify:
+      register: __cuda_check_checked
+
+Besides msg (the verdict) the result has versions: the versions side by side, one line each, and
+one line per problem and warning (a failure's message is the same text). The validation comes
+first (plugins/action/cuda_check_validate.py; reused when the run validated already). The rest
+is in plugins/plugin_utils/role_validation.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate import (
+    ActionModule as Validation,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import cuda_check_decide
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+
+CHECKED = "__cuda_check_checked"
+OS_VARS = ["{distribution}-{distribution_major_version}", "{distribution}", "{os_family}"]
+# Runs the script on stdin with the venv's python ($1), else the OS's; says which first.
+RUN_SCRIPT = """python=$1; shift
+if [ -x "$python" ]; then
+  echo venv
+else
+  echo os
+  python=$(command -v python3 || echo /usr/libexec/platform-python)
+fi
+exec "$python" - "$@"
+"""
+
+
+def script_args(toolkit_paths: list, include_paths: list, library_paths: list) -> list[str]:
+    return [
+        *(f"--toolkit-path={path}" for path in toolkit_paths),
+        *(f"--cudnn-include-path={path}" for path in include_paths),
+        *(f"--cudnn-library-path={path}" for path in library_paths),
+    ]
+
+
+def os_paths(given: list, os_vars: dict, key: str, facts: dict) -> list[str]:
+    """The folders given, or the OS's usual ones (vars/<os>.yml, {architecture} filled in)."""
+    return list(given) or [path.format(**facts) for path in os_vars.get(key, [])]
+
+
+def parse_read(stdout: str) -> tuple[bool, dict]:
+    """(whether the venv's python read, the facts): the JSON is the last line (an import may
+    print before it), after the line RUN_SCRIPT says which python it ran."""
+    lines = stdout.strip().splitlines()
+    return lines[0] == "venv", json.loads(lines[-1])
+
+
+def verdict(decision: dict) -> str:
+    said = f"{decision['status']}: {decision['reason']}"
+    if decision["status"] == "skip":
+        said += " (cuda_check_without_driver: skip)"
+    return said
+
+
+def decided(facts: dict, settings: dict) -> tuple[str, list[str]]:
+    """(the verdict, the versions side by side), or Invalid with the whole message."""
+    decision = cuda_check_decide(facts, settings)
+    if decision["status"] not in ("pass", "skip"):
+        raise Invalid(decision["message"])
+    return verdict(decision), decision["message"].split("\n")
+
+
+class ActionModule(Validation):
+    VERIFIES = True
+
+    def run(self, tmp=None, task_vars=None):
+        self.versions: list[str] = []
+        result = super().run(tmp, task_vars)
+        if self.versions:
+            result["versions"] = self.versions
+            result["_ansible_verbose_always"] = True
+        return result
+
+    def switched_off(self) -> str:
+        return self.SWITCHED_OFF
+
+    def verify(self, values: dict) -> list[str]:
+        earlier = self._vars.get(CHECKED)
+        if isinstance(earlier, Mapping) and earlier.get("versions") and not earlier.get("failed"):
+            self.versions = list(earlier["versions"])
+            return [f"checked earlier in this run: {earlier['msg']}"]
+        settings = values["settings"]
+        by_venv, facts = self.read_versions(settings["cuda_check_venv"])
+        said = []
+        if not by_venv:
+            said.append(
+                f"cuda_check_venv: {settings['cuda_check_venv']} has no bin/python on "
+                f"{self._vars.get('inventory_hostname')}; the versions are read with "
+                f"{facts.get('python')}, which may lack pynvml and torch"
+            )
+        try:
+            line, self.versions = decided(facts, settings)
+        except Invalid as failure:
+            self.versions = str(failure).split("\n")
+            raise
+        return [*said, line]
+
+    def read_versions(self, venv: str) -> tuple[bool, dict]:
+        facts = self.facts()
+        os_vars = self.os_vars(OS_VARS)
+        args = script_args(
+            self.var("cuda_check_toolkit_paths"),
+            os_paths(
+                self.var("cuda_check_cudnn_include_paths"),
+                os_vars,
+                "__cuda_check_os_cudnn_include_paths",
+                facts,
+            ),
+            os_paths(
+                self.var("cuda_check_cudnn_library_paths"),
+                os_vars,
+                "__cuda_check_os_cudnn_library_paths",
+                facts,
+            ),
+        )
+        with open(os.path.join(self.role_path, "files", "cuda_facts.py")) as handle:
+            script = handle.read()
+        python = f"{venv.rstrip('/')}/bin/python"
+        read = self.on_host(
+            "ansible.builtin.command",
+            {"argv": ["/bin/sh", "-c", RUN_SCRIPT, "sh", python, *args], "stdin": script},
+            fail=False,
+        )
+        if read.get("rc") != 0:
+            raise Invalid(
+                f"cuda_check: reading the versions on the host failed (rc {read.get('rc')}): "
+                f"{(read.get('stderr') or read.get('msg') or '').strip()}"
+            )
+        return parse_read(read["stdout"])

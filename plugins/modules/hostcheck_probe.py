@@ -1,0 +1,449 @@
+#!/usr/bin/python
+# ruff: noqa: E402  (an Ansible module: its documentation comes before its imports)
+"""Read-only probe of what the hostcheck role needs to know about a host, in one round trip;
+asked (record), it keeps the host state a passing report was made for beside that report."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: hostcheck_probe
+short_description: Read what the hostcheck role must change and whether its report still stands
+description:
+  - Reads, and never changes, the training venv's distributions (hostcheck's version, RECORD
+    and requirements among them), the config file hostcheck runs with, the latest report,
+    the hostcheck systemd units and the timer's state.
+  - Reads the host state hostcheck's checks depend on, one digest per part (C(parts)): the
+    command line and config hostcheck runs with, the venv's distributions, the boot, the
+    /dev/shm mount, the block-device mounts, /etc/fstab, the limits, PAM, systemd manager
+    and sysctl files, the /proc/sys values named, CPU governors and transparent huge pages,
+    memory and swap, users and groups, the NVIDIA driver and GPUs. Reading it costs
+    milliseconds, where hostcheck itself costs seconds.
+  - With O(record), after hostcheck passed, writes these parts and the report's digest to
+    C(report.host-state.json) beside the report (the only thing it ever writes); the role
+    then runs hostcheck again only when the report or a part changed.
+options:
+  read:
+    description: What to read; the hostcheck role builds it once (C(__hostcheck_probe)).
+    type: dict
+    required: true
+    suboptions:
+      venv:
+        description: The training venv hostcheck is installed into.
+        type: path
+        required: true
+      command:
+        description: The hostcheck command line whose report is kept (a part of the state).
+        type: list
+        elements: str
+        required: true
+      config_file:
+        description: The config file hostcheck runs with (hostcheck_config_file).
+        type: path
+        required: true
+      profile:
+        description: hostcheck_profile; an absolute path is a profile file, read as a part.
+        type: str
+        required: true
+      report_dir:
+        description: The folder of report.json and report.host-state.json.
+        type: path
+        required: true
+      unit_dir:
+        description: Where hostcheck.service and hostcheck.timer are written.
+        type: path
+        required: true
+      textfile_dir:
+        description: The folder the timer writes its Prometheus textfile to.
+        type: path
+        required: true
+      sysctl:
+        description: sysctl names (dotted) whose live values are a part of the state.
+        type: list
+        elements: str
+        default: []
+  record:
+    description: >-
+      Write report.host-state.json for the current report.json (which must have passed,
+      exit_code 0); nothing is written in check mode.
+    type: bool
+    default: false
+author: hostcheck
+"""
+
+RETURN = r"""
+venv:
+  description: >-
+    {python (bin/python exists), distributions (canonical name to version), hostcheck
+    (null when not installed, else {version, record (its RECORD lines with a sha256),
+    requires (Requires-Dist)})}.
+  type: dict
+  returned: always
+config:
+  description: "{text, mode (octal string)} of the config file; null when it does not exist."
+  type: dict
+  returned: always
+report:
+  description: >-
+    The latest report.json: {schema_version, tool_version, profile, started_at, exit_code,
+    verdict, sha256}; {unreadable} when it is not JSON; null when there is none.
+  type: dict
+  returned: always
+recorded:
+  description: "report.host-state.json: {report: {sha256, started_at}, parts}; null when absent."
+  type: dict
+  returned: always
+parts:
+  description: The host state now, one digest per part (the same parts record keeps).
+  type: dict
+  returned: always
+units:
+  description: "Per unit (hostcheck.service, hostcheck.timer): {text, mode, uid}, or null."
+  type: dict
+  returned: always
+systemd:
+  description: Whether systemd is the init system (/run/systemd/system exists).
+  type: bool
+  returned: always
+timer:
+  description: >-
+    {UnitFileState, ActiveState, NeedDaemonReload} of hostcheck.timer (systemctl show);
+    empty without systemd or without unit files.
+  type: dict
+  returned: always
+dirs:
+  description: Whether unit_dir, textfile_dir and report_dir exist, by path.
+  type: dict
+  returned: always
+"""
+
+import email.parser
+import glob
+import hashlib
+import json
+import os
+import re
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+
+REPORT = "report.json"
+RECORD = "report.host-state.json"
+UNITS = ("hostcheck.service", "hostcheck.timer")
+# The files each part digests (globs, relative to the root), as hostcheck's checks read them.
+FILE_PARTS = {
+    "/etc/fstab": ["etc/fstab"],
+    "limits": ["etc/security/limits.conf", "etc/security/limits.d/*"],
+    "PAM": ["etc/pam.d/*"],
+    "systemd manager settings": [
+        "etc/systemd/system.conf",
+        *(f"{top}/systemd/system.conf.d/*" for top in ("etc", "run", "usr/local/lib", "usr/lib")),
+    ],
+    "sysctl files": [
+        "etc/sysctl.conf",
+        *(f"{top}/sysctl.d/*" for top in ("etc", "run", "usr/local/lib", "usr/lib", "lib")),
+    ],
+    "users and groups": ["etc/passwd", "etc/group"],
+}
+CPU_FILES = [
+    "sys/devices/system/cpu/online",
+    "sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+    "sys/kernel/mm/transparent_hugepage/enabled",
+    "sys/kernel/mm/transparent_hugepage/defrag",
+]
+NVIDIA_FILES = ["proc/driver/nvidia/version", "proc/driver/nvidia/gpus/*/information"]
+
+
+def digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def under(root: str, path: str) -> str:
+    return os.path.join(root, path.lstrip("/"))
+
+
+def texts(root: str, patterns: list[str]) -> dict[str, str | None]:
+    """Each file the globs find (a plain path is kept even when missing), by path."""
+    found: dict[str, str | None] = {}
+    for pattern in patterns:
+        paths = (
+            sorted(glob.glob(under(root, pattern))) if "*" in pattern else [under(root, pattern)]
+        )
+        for path in paths:
+            if not os.path.isdir(path):
+                found[path] = read_text(path)
+    return found
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def site_packages(venv: str) -> list[str]:
+    folders = glob.glob(f"{venv}/lib/python3*/site-packages")
+    folders += glob.glob(f"{venv}/lib64/python3*/site-packages")
+    unique: dict[str, str] = {}
+    for folder in sorted(folders):
+        unique.setdefault(os.path.realpath(folder), folder)
+    return list(unique.values())
+
+
+def read_venv(venv: str) -> tuple[dict, list]:
+    """What the role reads of the venv, and what the venv part digests: each distribution's
+    folder name with the size and time of its RECORD (a reinstall rewrites it)."""
+    distributions: dict[str, str] = {}
+    hostcheck = None
+    listed = []
+    for folder in site_packages(venv):
+        for meta in sorted(glob.glob(f"{folder}/*.dist-info") + glob.glob(f"{folder}/*.egg-info")):
+            metadata_file = "METADATA" if meta.endswith(".dist-info") else "PKG-INFO"
+            text = read_text(os.path.join(meta, metadata_file))
+            if text is None:
+                continue
+            headers = email.parser.Parser().parsestr(text, headersonly=True)
+            name, version = headers.get("Name"), headers.get("Version")
+            if not name or not version:
+                continue
+            distributions[canonical(name)] = version
+            record = os.path.join(meta, "RECORD")
+            try:
+                info = os.stat(record)
+                listed.append([os.path.basename(meta), info.st_size, info.st_mtime_ns])
+            except OSError:
+                listed.append([os.path.basename(meta), None, None])
+            if canonical(name) == "hostcheck":
+                lines = (read_text(record) or "").splitlines()
+                hostcheck = {
+                    "version": version,
+                    "record": sorted(line for line in lines if ",sha256=" in line),
+                    "requires": headers.get_all("Requires-Dist") or [],
+                }
+    found = {
+        "python": os.path.exists(f"{venv}/bin/python"),
+        "distributions": distributions,
+        "hostcheck": hostcheck,
+    }
+    return found, sorted(listed)
+
+
+def file_state(path: str) -> dict | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return {
+        "text": read_text(path),
+        "mode": f"{stat.S_IMODE(info.st_mode):04o}",
+        "uid": info.st_uid,
+    }
+
+
+def read_report(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    try:
+        document = json.loads(raw)
+        if not isinstance(document, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        return {"unreadable": str(exc)}
+    return {
+        "schema_version": document.get("schema_version"),
+        "tool_version": (document.get("tool") or {}).get("version"),
+        "profile": (document.get("profile") or {}).get("name"),
+        "started_at": document.get("started_at"),
+        "exit_code": document.get("exit_code"),
+        "verdict": document.get("verdict"),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
+
+
+def read_record(path: str) -> dict | None:
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        recorded = json.loads(text)
+    except ValueError:
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
+def mountinfo(root: str) -> list[list[str]]:
+    """[mount point, fs type, source, mount options, super options] of each mount."""
+    mounts = []
+    for line in (read_text(under(root, "/proc/self/mountinfo")) or "").splitlines():
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        dash = fields.index("-")
+        if dash < 6 or len(fields) < dash + 4:
+            continue
+        point = fields[4].replace("\\040", " ")
+        mounts.append([point, fields[dash + 1], fields[dash + 2], fields[5], fields[dash + 3]])
+    return mounts
+
+
+def shm_state(root: str, mounts: list[list[str]]) -> list:
+    try:
+        info = os.statvfs(under(root, "/dev/shm"))
+        size = info.f_blocks * info.f_frsize
+    except OSError:
+        size = None
+    return [[m for m in mounts if m[0] == "/dev/shm"][-1:], size]
+
+
+def swaps(text: str) -> list[list[str]]:
+    """/proc/swaps without its Used column, which moves all the time."""
+    rows = [line.split() for line in text.splitlines()[1:]]
+    return [[row[0], row[1], row[2], row[4]] for row in rows if len(row) >= 5]
+
+
+def sysctl_values(root: str, names: list[str]) -> dict[str, str | None]:
+    values = {}
+    for name in sorted(set(names)):
+        path = under(root, "/proc/sys/" + name.replace(".", "/"))
+        text = read_text(path)
+        values[name] = None if text is None else " ".join(text.split())
+    return values
+
+
+def host_parts(spec: dict, venv_listed: list, root: str = "/") -> dict[str, str]:
+    """The host state hostcheck's checks depend on, one digest per part."""
+    mounts = mountinfo(root)
+    meminfo = read_text(under(root, "/proc/meminfo")) or ""
+    parts = {
+        "hostcheck's command line": digest(spec["command"]),
+        "the venv's distributions": digest(venv_listed),
+        "hostcheck_config_file": digest(read_text(spec["config_file"])),
+        "the boot": digest(read_text(under(root, "/proc/sys/kernel/random/boot_id"))),
+        "/dev/shm": digest(shm_state(root, mounts)),
+        "block-device mounts": digest(sorted(m for m in mounts if m[2].startswith("/dev/"))),
+        "/proc/sys": digest(sysctl_values(root, spec.get("sysctl") or [])),
+        "CPU governors and THP": digest(list(texts(root, CPU_FILES).values())),
+        "memory and swap": digest(
+            [
+                [line for line in meminfo.splitlines() if line.startswith("MemTotal:")],
+                swaps(read_text(under(root, "/proc/swaps")) or ""),
+            ]
+        ),
+        "NVIDIA driver and GPUs": digest(
+            [
+                texts(root, NVIDIA_FILES),
+                os.path.exists(under(root, "/run/nvidia-persistenced/socket")),
+            ]
+        ),
+    }
+    for part, patterns in FILE_PARTS.items():
+        parts[part] = digest(texts(root, patterns))
+    if str(spec["profile"]).startswith("/"):
+        parts["hostcheck_profile (file)"] = digest(read_text(spec["profile"]))
+    return parts
+
+
+def timer_state(run) -> dict:
+    rc, out, _ = run(
+        [
+            "systemctl",
+            "show",
+            "hostcheck.timer",
+            "--property=UnitFileState,ActiveState,NeedDaemonReload",
+        ]
+    )
+    if rc != 0:
+        return {}
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def probe(spec: dict, run, root: str = "/") -> dict:
+    venv, venv_listed = read_venv(spec["venv"])
+    units = {name: file_state(os.path.join(spec["unit_dir"], name)) for name in UNITS}
+    systemd = os.path.isdir(under(root, "/run/systemd/system"))
+    report_dir = spec["report_dir"]
+    config = file_state(spec["config_file"])
+    return {
+        "venv": venv,
+        "config": config and {"text": config["text"], "mode": config["mode"]},
+        "report": read_report(os.path.join(report_dir, REPORT)),
+        "recorded": read_record(os.path.join(report_dir, RECORD)),
+        "parts": host_parts(spec, venv_listed, root),
+        "units": units,
+        "systemd": systemd,
+        "timer": timer_state(run) if systemd and any(units.values()) else {},
+        "dirs": {
+            path: os.path.isdir(path)
+            for path in (spec["unit_dir"], spec["textfile_dir"], report_dir)
+        },
+    }
+
+
+def record_of(found: dict) -> dict | None:
+    """What record keeps for the current report; None when it did not pass."""
+    report = found["report"]
+    if not report or report.get("unreadable") is not None or report.get("exit_code") != 0:
+        return None
+    return {
+        "report": {"sha256": report["sha256"], "started_at": report["started_at"]},
+        "parts": found["parts"],
+    }
+
+
+def write_record(recorded: dict, report_dir: str) -> None:
+    path = os.path.join(report_dir, RECORD)
+    partial = f"{path}.{os.getpid()}"
+    with open(partial, "w", encoding="utf-8") as handle:
+        json.dump(recorded, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+    os.chmod(partial, 0o644)
+    os.replace(partial, path)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "read": {
+                "type": "dict",
+                "required": True,
+                "options": {
+                    "venv": {"type": "path", "required": True},
+                    "command": {"type": "list", "elements": "str", "required": True},
+                    "config_file": {"type": "path", "required": True},
+                    "profile": {"type": "str", "required": True},
+                    "report_dir": {"type": "path", "required": True},
+                    "unit_dir": {"type": "path", "required": True},
+                    "textfile_dir": {"type": "path", "required": True},
+                    "sysctl": {"type": "list", "elements": "str", "default": []},
+                },
+            },
+            "record": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    spec = module.params["read"]
+    found = probe(spec, module.run_command)
+    changed = False
+    if module.params["record"]:
+        recorded = record_of(found)
+        if recorded is None:
+            report = os.path.join(spec["report_dir"], REPORT)
+            module.fail_json(msg=f"{report}: no passing report to record the host state for")
+        changed = recorded != found["recorded"]
+        if changed and not module.check_mode:
+            write_record(recorded, spec["report_dir"])
+            found["recorded"] = recorded
+    module.exit_json(changed=changed, **found)
+
+
+if __name__ == "__main__":
+    main()
