@@ -143,12 +143,7 @@ class ActionModule(RoleValidation):
         if not check_enabled(self.var("dataset_staging_enabled")):
             return {}
         facts = self.facts()
-        os_vars = self.os_vars(OS_VARS)
-        if not os_vars:
-            raise Invalid(
-                f"dataset_staging: no vars file for {facts.get('distribution')} "
-                f"{facts.get('distribution_major_version')} ({facts.get('os_family')})"
-            )
+        os_vars = self.os_vars(OS_VARS, required=True)
         ranges = self.value("__dataset_staging_number_ranges")
         settings = checked_settings(
             {key: self.var(f"dataset_staging_{key}") for key in GIVEN},

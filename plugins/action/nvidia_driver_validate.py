@@ -134,12 +134,7 @@ class ActionModule(RoleValidation):
         ranges = self.var("__nvidia_driver_number_ranges")
         check_numbers({name: self.var(name) for name in ranges}, ranges)
         facts = self.facts()
-        loaded = self.os_vars(OS_VARS)
-        if not loaded:
-            raise Invalid(
-                f"nvidia_driver_enabled: no vars file in roles/nvidia_driver/vars for "
-                f"{facts.get('distribution')} {facts.get('distribution_version')}"
-            )
+        loaded = self.os_vars(OS_VARS, required=True)
         # vars/<OS>.yml name facts in templates ("debian{{ ansible_facts[...] }}")
         templar = self._templar.copy_with_new_env(
             available_variables={**self._vars, "ansible_facts": facts}

@@ -188,14 +188,20 @@ class RoleValidation(ActionBase):
     def platform(self) -> tuple[str, str]:
         return platform_of(self.facts())
 
-    def os_vars(self, candidates: list[str]) -> dict:
-        """The first of vars/CANDIDATE.yml that exists (names formatted with the facts), loaded."""
+    def os_vars(self, candidates: list[str], *, required: bool = False) -> dict:
+        """The first of vars/CANDIDATE.yml that exists (names formatted with the facts), loaded;
+        required: Invalid naming <role>_enabled when none exists."""
         facts = self.facts()
         for candidate in candidates:
             path = os.path.join(self.role_path, "vars", candidate.format(**facts) + ".yml")
             if os.path.isfile(path):
                 with open(path) as handle:
                     return yaml.safe_load(handle) or {}
+        if required:
+            raise Invalid(
+                f"{self.role}_enabled: no vars file in roles/{self.role}/vars for "
+                f"{facts.get('distribution')} {facts.get('distribution_version')}"
+            )
         return {}
 
     def on_host(self, module: str, args: dict, *, fail: bool = True) -> dict:

@@ -32,3 +32,24 @@ def test_a_switched_off_role_says_what_it_leaves_alone(tmp_path):
     # the second validation in the run reuses the first and says nothing more
     assert again["msg"] == "shm: validated earlier in this run"
     assert first["values"] == again["values"] == {"option": "50%"}
+
+
+def test_per_os_vars_that_a_role_requires_name_the_os_when_missing(tmp_path):
+    from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+        Invalid,
+        RoleValidation,
+    )
+
+    (tmp_path / "vars").mkdir()
+    (tmp_path / "vars" / "Debian.yml").write_text("__demo_packages: [a, b]\n")
+    action = RoleValidation.__new__(RoleValidation)
+    action.role, action.role_path, action.gathered = "demo", str(tmp_path), {}
+    facts = {"distribution": "Plan9", "distribution_version": "4", "os_family": "Plan9"}
+    action._vars = {"ansible_facts": {**facts, "kernel": "6.1"}}
+    candidates = ["{distribution}", "{os_family}"]
+    assert action.os_vars(candidates) == {}
+    with pytest.raises(Invalid) as refused:
+        action.os_vars(candidates, required=True)
+    assert str(refused.value) == "demo_enabled: no vars file in roles/demo/vars for Plan9 4"
+    action._vars["ansible_facts"]["os_family"] = "Debian"
+    assert action.os_vars(candidates, required=True) == {"__demo_packages": ["a", "b"]}
