@@ -4,7 +4,8 @@ per host, and what that makes of a 1,000-host fleet.
 
     sudo .venv/bin/python benchmarks/noop_converge.py [--sizes 1 8 32] [--against REF]
 
-Each fleet is fresh and provisioned once by site.yml (not counted). Then site.yml runs again
+Each fleet is fresh and provisioned once by site.yml (not counted; --first-forks hosts at a
+time). Then site.yml runs again
 --repeats times, changing nothing; for each run: wall time, the controller's CPU time
 (ansible-playbook and its ssh clients) per host, and tasks per host (ok + skipped, from the
 json callback). The best run counts. With --against REF the roles of git revision REF (a
@@ -64,6 +65,13 @@ def main() -> int:
     parser.add_argument("--os", default="debian12", help="OS kinds of the hosts, in turn")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--forks", type=int, default=50)
+    parser.add_argument(
+        "--first-forks",
+        type=int,
+        default=8,
+        help="forks of the provisioning run (not measured): each host installs torch and runs "
+        "the training loop then, some hundred MB of memory apiece",
+    )
     parser.add_argument("--project", type=int, default=1000, help="hosts to project to")
     parser.add_argument("--against", metavar="REF", help="git revision to compare with")
     args = parser.parse_args()
@@ -82,7 +90,7 @@ def main() -> int:
         fleet = Fleet(instance="bench-noop", os_kinds=kinds, log=lambda message: None)
         try:
             fleet.up(size)
-            first = converge(fleet, CHECKOUT_CONTROLLER, args.forks)
+            first = converge(fleet, CHECKOUT_CONTROLLER, min(args.forks, args.first_forks))
             print(row(size, "(first)", first), flush=True)
             for _ in range(args.repeats):
                 for name, controller in controllers.items():

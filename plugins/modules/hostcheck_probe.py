@@ -125,6 +125,7 @@ import re
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
 
 REPORT = "report.json"
 RECORD = "report.host-state.json"
@@ -156,14 +157,6 @@ NVIDIA_FILES = ["proc/driver/nvidia/version", "proc/driver/nvidia/gpus/*/informa
 def digest(value: object) -> str:
     text = json.dumps(value, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
 
 
 def under(root: str, path: str) -> str:

@@ -101,6 +101,7 @@ import stat
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
 
 PROC_SYS = "/proc/sys"
 CPU_DIR = "/sys/devices/system/cpu"
@@ -123,11 +124,7 @@ _BRACKETED = re.compile(r"\[([^\]]+)\]")
 
 
 def read(path: str, root: str = "") -> str | None:
-    try:
-        with open(root + path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
+    return read_text(root + path)
 
 
 def proc_path(name: str) -> str:

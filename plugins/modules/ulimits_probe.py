@@ -81,18 +81,11 @@ import stat as stat_module
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
 
 SYSTEMD_RUNNING = "/run/systemd/system"
 LOGIN_COMMAND = "cat /proc/self/limits"
 TIMEOUT = 60
-
-
-def read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
 
 
 def read_files(paths: list, root: str = "") -> dict:
