@@ -62,13 +62,13 @@ browser:
 	$(call apt_install,the browser,chromium,$(BROWSER_PACKAGES))
 
 test: $(STAMP) collection-link sandbox-tools browser
-	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --durations=15 tests
+	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=15 tests
 
 unit: $(STAMP) browser
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
 
 integration: $(STAMP) collection-link sandbox-tools
-	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile tests/integration
+	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder tests/integration
 
 sandbox-up: $(STAMP) collection-link sandbox-tools
 	$(SANDBOX) up --hosts $(HOSTS) $(if $(OS),--os $(OS))
