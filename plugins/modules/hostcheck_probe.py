@@ -126,6 +126,7 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
 
 REPORT = "report.json"
 RECORD = "report.host-state.json"
@@ -275,17 +276,11 @@ def read_record(path: str) -> dict | None:
 
 def mountinfo(root: str) -> list[list[str]]:
     """[mount point, fs type, source, mount options, super options] of each mount."""
-    mounts = []
-    for line in (read_text(under(root, "/proc/self/mountinfo")) or "").splitlines():
-        fields = line.split()
-        if "-" not in fields:
-            continue
-        dash = fields.index("-")
-        if dash < 6 or len(fields) < dash + 4:
-            continue
-        point = fields[4].replace("\\040", " ")
-        mounts.append([point, fields[dash + 1], fields[dash + 2], fields[5], fields[dash + 3]])
-    return mounts
+    return [
+        [m["mount_point"], m["fs_type"], m["source"], ",".join(m["options"]),
+         ",".join(m["super_options"])]
+        for m in parse_mountinfo(read_text(under(root, "/proc/self/mountinfo")) or "")
+    ]  # fmt: skip
 
 
 def shm_state(root: str, mounts: list[list[str]]) -> list:
