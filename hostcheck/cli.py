@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     _fleet_parser(commands)
 
+    from hostcheck.job import command as job_command
+
+    job_command.add_parser(commands, _profile_options, _report_option, _fail_on_option)
+
     listing = commands.add_parser("list", help="show the checks and their thresholds")
     _profile_options(listing)
 
@@ -152,11 +156,27 @@ def _loop_parser(commands: argparse._SubParsersAction) -> None:
     shape.add_argument("--step-ms", type=float, metavar="MS", help="compute time per step")
     shape.add_argument("--seconds", type=float, metavar="S", help="measured time per run")
     shape.add_argument("--dataset-path", metavar="PATH", help="read samples from files here")
+    shape.add_argument(
+        "--ranks",
+        type=int,
+        metavar="N",
+        help="training processes per host sharing its cores (default: loop.ranks, else one "
+        "per NVIDIA GPU, else 1)",
+    )
     loop.add_argument("--sweep", action="store_true", help="sweep and recommend a setting")
     loop.add_argument(
-        "--max-workers", type=int, metavar="N", help="sweep up to N workers (default: cores)"
+        "--max-workers",
+        type=int,
+        metavar="N",
+        help="sweep up to N workers (default: physical cores // ranks, at least 1)",
     )
     loop.add_argument("--plot", metavar="PNG", help="with --sweep: write the sweep as a PNG")
+    loop.add_argument(
+        "--write",
+        metavar="PATH",
+        help="with --sweep: write the recommendation as the DataLoader settings file training "
+        "code reads (hostcheck.dataloader; usually /etc/hostcheck/dataloader.json)",
+    )
     _report_option(loop, "json:PATH, junit:PATH or prom:PATH")
     loop.add_argument("-v", "--verbose", action="store_true", help="show every finding")
 
@@ -224,21 +244,30 @@ def cmd_loop(args: argparse.Namespace) -> int:
 
     from hostcheck.checks import loop as loop_check
     from hostcheck.checks.base import RunOptions
+    from hostcheck.loop import command
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
     from hostcheck.report.writers import write_report
     from hostcheck.system import System
 
-    if args.plot and not args.sweep:
-        raise UsageError("--plot needs --sweep")
+    for option, value in (("--plot", args.plot), ("--write", args.write)):
+        if value and not args.sweep:
+            raise UsageError(f"{option} needs --sweep")
     if args.plot and not os.path.isdir(os.path.dirname(os.path.abspath(args.plot))):
         raise UsageError(f"--plot {args.plot}: directory does not exist")
+    if args.write:
+        problem = command.write_target_problem(args.write)
+        if problem:
+            raise UsageError(f"--write {args.write}: {problem}")
     if args.max_workers is not None and args.max_workers < 0:
         raise UsageError("--max-workers must be 0 or more")
+    if args.ranks is not None and args.ranks < 1:
+        raise UsageError("--ranks must be 1 or more")
     if args.dataset_path and not os.path.isdir(args.dataset_path):
         raise UsageError(f"--dataset-path {args.dataset_path}: not a directory")
     targets = _check_report_targets(args.report)
-    profile = _load(args, _loop_assignments(args))
+    ranks = [] if args.ranks is None else [f"loop.ranks={args.ranks}"]
+    profile = _load(args, [*_loop_assignments(args), *ranks])
     section = profile.section("loop")
     missing = loop_check._missing("torch") or (
         section["sample"] == "jpeg" and loop_check._missing("PIL")
@@ -250,13 +279,12 @@ def cmd_loop(args: argparse.Namespace) -> int:
     settings, data = loop_check.prepare(system, section, args.dataset_path)
     to_stdout = any(path == "-" for _, path in targets)
     console = Console(stderr=to_stdout, highlight=False)
-    from hostcheck.loop import command
     from hostcheck.runner import outcome_of
 
     try:
         if args.sweep:
-            cores = data["physical_cores"]
-            max_workers = cores if args.max_workers is None else args.max_workers
+            budget = max(1, data["physical_cores"] // data["ranks"])
+            max_workers = budget if args.max_workers is None else args.max_workers
             check, lines = command.run_sweep(
                 settings, section, max_workers, console, data, args.plot
             )
@@ -271,6 +299,13 @@ def cmd_loop(args: argparse.Namespace) -> int:
     render_table(document, console, verbose=args.verbose or not args.sweep)
     for line in lines:
         console.print(Text(line))
+    if args.write:
+        try:
+            line = command.write_settings(args.write, check, settings, system)
+            console.print(Text(line), soft_wrap=True)  # a path in one piece
+        except OSError as exc:
+            print(f"hostcheck: error: --write {args.write}: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
     for kind, path in targets:
         try:
             write_report(kind, path, document)
@@ -511,8 +546,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_job(args: argparse.Namespace) -> int:
+    from hostcheck.job import command as job_command
+
+    return job_command.run(args, _load, _check_report_targets, UsageError)
+
+
 COMMANDS = {
     "run": cmd_run,
+    "job": cmd_job,
     "loop": cmd_loop,
     "fleet": cmd_fleet,
     "list": cmd_list,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostcheck.checks import cpu, gpu, loop, pillow, shm, storage, sysctl, ulimits
+from hostcheck.checks import cpu, dataloader, gpu, loop, pillow, shm, storage, sysctl, ulimits
 from hostcheck.checks.base import CheckContext, CheckSpec, RunOptions
 
 CHECKS: dict[str, CheckSpec] = {
@@ -17,6 +17,7 @@ CHECKS: dict[str, CheckSpec] = {
         sysctl.SPEC,
         gpu.SPEC,
         loop.SPEC,
+        dataloader.SPEC,
     )
 }
 

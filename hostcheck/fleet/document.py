@@ -10,7 +10,7 @@ from typing import Any
 from hostcheck import __version__
 from hostcheck.fleet.analyze import FleetReport
 from hostcheck.fleet.entry import MARKER_STATES, REPORT, STATUSES, UNREADABLE, HostEntry
-from hostcheck.fleet.extract import FLEET_KIND, Unusable, comparable
+from hostcheck.fleet.extract import FLEET_KIND, Unusable, comparable, dataloader_of
 from hostcheck.report.writers import json_safe
 
 SCHEMA_VERSION = 1
@@ -110,6 +110,7 @@ def entries_from(document: dict) -> list[HostEntry]:
                     str(k): comparable(v) for k, v in values.items() if comparable(v) is not None
                 },
                 facts=dict(_mapping(item.get("facts", {}), f"{where}.facts")),
+                dataloader=dataloader_of(item.get("dataloader")),
             )
         )
     return entries

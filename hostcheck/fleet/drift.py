@@ -3,6 +3,10 @@
 Facts (driver, GPUs, CPU, kernel, Pillow flavour, torch ...) and text values (limits that
 read "unlimited", modes) count as changed when they differ at all; numbers when they moved
 by more than their tolerance (`fleet.drift.tolerance`, per metric `fleet.drift.tolerances`).
+The DataLoader settings file (the dataloader check): a change of its state (ok, absent,
+stale, malformed), else of each recommended setting, when both reports have the check; its
+findings' values are not compared as values (a report that gains the check is a check
+change).
 """
 
 from __future__ import annotations
@@ -11,7 +15,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hostcheck.fleet.entry import REPORT, HostEntry, natural_key
+from hostcheck.fleet.entry import (
+    DATALOADER_SETTINGS,
+    REPORT,
+    HostEntry,
+    loader_text,
+    natural_key,
+)
 from hostcheck.fleet.outliers import numeric
 from hostcheck.fleet.settings import FleetSettings
 
@@ -32,7 +42,7 @@ FACT_LABELS = {
 @dataclass(frozen=True)
 class Change:
     host: str
-    kind: str  # new | gone | verdict | check | fact | value
+    kind: str  # new | gone | verdict | check | fact | value | dataloader
     key: str  # check id, fact name or metric; "" for new, gone and verdict
     before: Any
     after: Any
@@ -52,6 +62,31 @@ def _shown(entry: HostEntry, key: str) -> str:
     value = entry.values.get(key)
     display = entry.displays.get(key)
     return display or ("absent" if value is None else str(value))
+
+
+DATALOADER_NOTES = {
+    "ok": "DataLoader settings file measured",
+    "absent": "DataLoader settings file gone",
+    "stale": "DataLoader settings file stale: measured on another host name or CPU count",
+    "malformed": "DataLoader settings file malformed",
+}
+
+
+def dataloader_changes(host: str, before: dict, after: dict) -> list[Change]:
+    """The settings file's state, else each recommended setting that changed; nothing when
+    either report has no dataloader check (the check's own status change says that)."""
+    if not before or not after:
+        return []
+    if before["state"] != after["state"]:
+        note = DATALOADER_NOTES[after["state"]]
+        if after["state"] == "ok":
+            note += f": {loader_text(after)}"
+        return [Change(host, "dataloader", "state", before["state"], after["state"], note)]
+    return [
+        Change(host, "dataloader", key, before.get(key), after.get(key), f"recommended {key}")
+        for key in DATALOADER_SETTINGS
+        if before.get(key) != after.get(key)
+    ]
 
 
 def compare_hosts(before: HostEntry, after: HostEntry, settings: FleetSettings) -> list[Change]:
@@ -75,10 +110,12 @@ def compare_hosts(before: HostEntry, after: HostEntry, settings: FleetSettings) 
         old, new = before.facts.get(fact), after.facts.get(fact)
         if old != new:
             changes.append(Change(host, "fact", fact, old, new, FACT_LABELS[fact]))
+    changes += dataloader_changes(host, before.dataloader, after.dataloader)
+    covered = bool(before.dataloader or after.dataloader)
     for metric in sorted(set(before.values) | set(after.values)):
         old, new = before.values.get(metric), after.values.get(metric)
-        if old == new:
-            continue
+        if old == new or (covered and metric.startswith("dataloader.")):
+            continue  # the dataloader check's findings: dataloader_changes() says it better
         tolerance = settings.tolerance_of(metric)
         if tolerance is None:
             continue

@@ -18,6 +18,37 @@ UNREADABLE = "unreadable"
 # Host verdicts, from best to worst as the fleet orders them.
 VERDICTS = ("pass", "skip", "warn", "error", "fail", *MARKER_STATES, UNREADABLE)
 NOT_ASSESSED = (*MARKER_STATES, UNREADABLE)
+# The dataloader check: the state of the host's DataLoader settings file, and the settings it
+# recommends (null unless the state is ok).
+DATALOADER_STATES = ("ok", "absent", "stale", "malformed")
+DATALOADER_SETTINGS = (
+    "num_workers",
+    "pin_memory",
+    "prefetch_factor",
+    "persistent_workers",
+    "prefetcher",
+)
+
+
+def loader_text(dataloader: dict[str, Any]) -> str:
+    """A host's recommended DataLoader settings in a few words ("4, pin, prefetch 2"): "-"
+    without a settings file (or a dataloader check), the state when the file is unusable."""
+    state = dataloader.get("state")
+    if state in (None, "absent"):
+        return "-"
+    if state != "ok":
+        return state
+    workers = dataloader.get("num_workers")
+    words = ["?" if workers is None else str(workers)]
+    words.append({True: "pin", False: "no pin"}.get(dataloader.get("pin_memory"), "pin ?"))
+    if workers:
+        factor = dataloader.get("prefetch_factor")
+        words.append(f"prefetch {'?' if factor is None else factor}")
+        if dataloader.get("persistent_workers") is False:
+            words.append("not persistent")
+    if dataloader.get("prefetcher"):
+        words.append("prefetcher")
+    return ", ".join(words)
 
 
 def natural_key(text: str) -> tuple:
@@ -44,6 +75,8 @@ class HostEntry:
     displays: dict[str, str] = field(default_factory=dict)  # check.finding -> display
     statuses: dict[str, str] = field(default_factory=dict)  # check.finding -> its status
     facts: dict[str, Any] = field(default_factory=dict)  # driver, gpu_model, cpu_model ...
+    # the dataloader check's {state, DATALOADER_SETTINGS}; {} when the report has no such check
+    dataloader: dict[str, Any] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -85,4 +118,5 @@ class HostEntry:
             "problems": self.problems,
             "facts": self.facts,
             "values": self.values,
+            "dataloader": self.dataloader,
         }

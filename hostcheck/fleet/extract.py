@@ -11,7 +11,14 @@ import math
 import re
 from typing import Any
 
-from hostcheck.fleet.entry import MARKER_KIND, MARKER_STATES, STATUSES, HostEntry
+from hostcheck.fleet.entry import (
+    DATALOADER_SETTINGS,
+    DATALOADER_STATES,
+    MARKER_KIND,
+    MARKER_STATES,
+    STATUSES,
+    HostEntry,
+)
 from hostcheck.report.document import SCHEMA_VERSION
 
 FLEET_KIND = "hostcheck-fleet"
@@ -164,6 +171,7 @@ def from_report(document: dict, host: str, file: str) -> HostEntry:
             entry.problems[check_id] = _text(summary) if isinstance(summary, str) else ""
         _take_findings(entry, check_id, _need(check, "findings", list, where), where)
     facts.update(hardware_facts(data))
+    entry.dataloader = dataloader_of(data.get("dataloader"))
     return entry
 
 
@@ -234,4 +242,26 @@ def hardware_facts(data: dict[str, dict]) -> dict[str, Any]:
         "cuda_driver": _short(gpu.get("cuda_driver_version"), 40),
         "torch": _short(_get(gpu, "torch", "version"), 40),
         "pillow": flavour,
+    }
+
+
+def _setting(key: str, value: Any) -> Any:
+    """A recommended DataLoader setting as fleet keeps it: counts as integers (workers from
+    0, prefetch_factor from 1), switches as booleans; None for anything else."""
+    if key in ("num_workers", "prefetch_factor"):
+        ok = type(value) is int and (0 if key == "num_workers" else 1) <= value < 2**31
+        return value if ok else None
+    return value if type(value) is bool else None
+
+
+def dataloader_of(data: Any) -> dict[str, Any]:
+    """The dataloader check's state and settings, from its data (or a saved fleet output's
+    `dataloader`); {} when there is none or its state is not one fleet knows. The settings
+    are None unless the state is ok."""
+    if not isinstance(data, dict) or data.get("state") not in DATALOADER_STATES:
+        return {}
+    state = data["state"]
+    return {
+        "state": state,
+        **{k: _setting(k, data.get(k)) if state == "ok" else None for k in DATALOADER_SETTINGS},
     }

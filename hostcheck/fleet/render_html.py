@@ -20,6 +20,7 @@ from hostcheck.fleet.render_table import (
     host_reason,
     number,
     outlier_cells,
+    workers_cell,
 )
 
 MAX_BARS = 100  # hosts per chart; more are shown as the worst ones
@@ -110,13 +111,14 @@ def _grid(report: FleetReport) -> str:
                 cells.append(f'<td class="s-{status}"{tip}>{e(status)}</td>')
         elif checks:
             cells.append(f'<td class="reason" colspan="{len(checks)}">{e(entry.reason)}</td>')
+        cells.append(f'<td class="reason">{e(workers_cell(entry))}</td>')
         cells.append(
             f'<td class="reason">{e(host_reason(entry) if entry.state == REPORT else "")}</td>'
         )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return (
         '<table class="grid"><thead><tr><th>host</th><th>verdict</th>'
-        f"{head}<th>reasons</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"{head}<th>workers</th><th>reasons</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 

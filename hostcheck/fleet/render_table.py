@@ -13,7 +13,7 @@ from rich.text import Text
 
 from hostcheck.fleet.analyze import FleetReport
 from hostcheck.fleet.drift import Change
-from hostcheck.fleet.entry import STATUSES, VERDICTS, HostEntry
+from hostcheck.fleet.entry import REPORT, STATUSES, VERDICTS, HostEntry, loader_text
 from hostcheck.fleet.outliers import Outlier
 from hostcheck.report.table import STYLE
 
@@ -76,12 +76,19 @@ def columns(
     return text
 
 
+def workers_cell(entry: HostEntry) -> str:
+    """The host's recommended DataLoader settings (the dataloader check); "" without a report."""
+    return loader_text(entry.dataloader) if entry.state == REPORT else ""
+
+
 def _hosts(report: FleetReport) -> Text:
     rows = [
-        (e.host, e.verdict.upper(), e.facts.get("os") or "", host_reason(e)) for e in report.entries
+        (e.host, e.verdict.upper(), e.facts.get("os") or "", workers_cell(e), host_reason(e))
+        for e in report.entries
     ]
     styles = [VERDICT_STYLE[e.verdict] for e in report.entries]
-    return columns(f"hosts ({len(rows)})", ("host", "verdict", "os", "reasons"), rows, styles)
+    headers = ("host", "verdict", "os", "workers", "reasons")
+    return columns(f"hosts ({len(rows)})", headers, rows, styles)
 
 
 def _checks(report: FleetReport) -> Text:

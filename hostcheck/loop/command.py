@@ -233,6 +233,52 @@ def run_sweep(
     return loop_check.assess(chosen, chosen_settings, section, bw, note, data), lines
 
 
+def write_target_problem(path: str) -> str | None:
+    """Why `--write PATH` could not be written (checked before the sweep runs), or None.
+    Missing folders are made when the file is written."""
+    if os.path.isdir(path):
+        return "is a directory"
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        return f"{folder} is not a directory"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"directory {folder} is not writable"
+    return None
+
+
+def write_settings(path: str, check: CheckResult, base: LoopSettings, system: Any) -> str:
+    """Write the sweep's recommendation (in the loop check's data) as the DataLoader
+    settings file hostcheck.dataloader reads; the line that says so. OSError when the
+    file cannot be written."""
+    from hostcheck import dataloader
+
+    sweep = check.data["sweep"]
+    recommendation = sweep["recommendation"]
+    if recommendation is None:
+        return f"settings: not written to {path}: no recommendation"
+    device = check.data["result"]["device"]
+    workload = dataloader.Workload(
+        sample=base.sample,
+        sample_cost_us=None if base.sample == "jpeg" else round(base.sample_cost_s * 1e6, 3),
+        image_size=base.image_size,
+        batch_size=base.batch_size,
+        step_time_s=base.step_time,
+        ranks_per_node=check.data["ranks"],
+        dataset_path=base.dataset_path,
+        max_workers=sweep["max_workers"],
+    )
+    host = dataloader.this_host(
+        check.data["physical_cores"],
+        system.total_memory(),
+        device if device.startswith("cuda") else "cpu",
+    )
+    found = dataloader.record(recommendation, workload, host, sweep["tolerance"], path=path)
+    dataloader.write(path, found)
+    return f"settings: {path}"
+
+
 def _model(base: LoopSettings) -> dict | None:
     """num_workers -> samples/s the arithmetic expects, for calibrated samples."""
     if base.sample == "jpeg":

@@ -13,9 +13,13 @@ values.os_vars: vars/<Distribution>-<major>.yml, <Distribution>.yml, <os_family>
 plugins/plugin_utils/role_validation.py.
 
 With `read_host: true` (tasks/main.yml, after the roles before it) it also reads the host once
-(the hostcheck_probe module) and returns `plan`: what install, config and timer must change,
-each with the reasons (empty: nothing), and why hostcheck must run (empty: the latest report
-passed for the host state as it is, so it stands). Its message says all of it.
+(the hostcheck_probe module) and returns `plan`: what install, config, timer and the DataLoader
+settings file must change, each with the reasons (empty: nothing), and why hostcheck must run
+(empty: the latest report passed for the host state as it is, so it stands). Its message says
+all of it. The DataLoader settings file (hostcheck_dataloader_*) is measured again when it is
+missing, malformed, stale (measured on another host name or CPU count), recorded for another
+workload than the variables give, or hostcheck is (re)installed; `plan.dataloader_argv` is the
+`hostcheck loop --sweep --write` that measures it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ PATH_VARIABLES = (
     "hostcheck_config_file",
     "hostcheck_report_dir",
     "hostcheck_textfile_dir",
+    "hostcheck_dataloader_path",
 )
 HOST_PATH = re.compile(r"^/[^\s]*[^/\s][^\s]*$")
 ABSOLUTE = re.compile(r"^/[^\s]+$")
@@ -55,6 +60,19 @@ OS_VARS = [
     "{os_family}",
 ]
 PROBE = "hostcheck.gpu_hosts.hostcheck_probe"
+# What `hostcheck loop --sweep --write` writes (and what the role removes when switched off).
+DATALOADER_KIND = "hostcheck-dataloader-settings"
+# The workload keys of the settings file, and the variable that gives each.
+WORKLOAD_VARIABLES = {
+    "sample": "hostcheck_dataloader_sample",
+    "sample_cost_us": "hostcheck_dataloader_sample_cost_us",
+    "batch_size": "hostcheck_dataloader_batch_size",
+    "step_time_s": "hostcheck_dataloader_step_ms",
+    "ranks_per_node": "hostcheck_dataloader_ranks_per_node",
+    "dataset_path": "hostcheck_dataloader_dataset_path",
+    "max_workers": "hostcheck_dataloader_max_workers",
+}
+MAX_SWEEP_SECONDS = 600
 # Run by hostcheck_build_python: exit 3 when hostcheck cannot run there (the check is skipped).
 CHECK_CONFIG = """\
 import contextlib, io, sys
@@ -161,6 +179,28 @@ def check_pip_packages_before(packages: object) -> None:
         raise Invalid(
             "hostcheck_pip_packages_before: a list of pip requirements such as torch==2.13.0, "
             f"got {to_json(packages)}"
+        )
+
+
+def check_seconds(value: object) -> float:
+    """hostcheck_dataloader_seconds: a number of seconds above 0 (fractions allowed)."""
+    try:
+        seconds = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is None or not 0 < seconds <= MAX_SWEEP_SECONDS:
+        raise Invalid(
+            f"hostcheck_dataloader_seconds: a number of seconds above 0 and at most "
+            f"{MAX_SWEEP_SECONDS} (0.5 is one), got {to_json(value)}"
+        )
+    return seconds
+
+
+def check_dataset_path(value: object) -> None:
+    if not (value == "" or is_match(HOST_PATH, value)):
+        raise Invalid(
+            "hostcheck_dataloader_dataset_path: empty (samples made in memory) or the absolute "
+            f"path of a folder on the host, without spaces, got {to_json(value)}"
         )
 
 
@@ -358,14 +398,127 @@ def stale_reasons(read: dict, report_path: str) -> list[str]:
     return []
 
 
-def run_reasons(measure: str, changing: bool, stale: list[str]) -> list[str]:
+def run_reasons(
+    measure: str,
+    changing: bool,
+    stale: list[str],
+    why: str = "this run installs or configures hostcheck",
+) -> list[str]:
     """Why hostcheck runs now (empty: it does not): asked (hostcheck_measure: always), the role
-    changes what it checks with, or the latest report does not stand."""
+    changes what it checks with (why says what), or the latest report does not stand."""
     if measure == "always":
         return ["hostcheck_measure is always"]
     if changing:
-        return ["this run installs or configures hostcheck", *stale]
+        return [why, *stale]
     return stale
+
+
+def dataloader_workload(variables: dict, host: dict) -> dict:
+    """The workload the hostcheck_dataloader_* variables (WORKLOAD_VARIABLES, whole numbers
+    validated) give on this host, keyed as the settings file records it: ranks 0 is one per
+    NVIDIA GPU (1 without), max_workers 0 the physical cores // ranks (at least 1), as
+    hostcheck loop --sweep resolves them; sample_cost_us None for jpeg samples (not
+    compared)."""
+    given = {key: variables[name] for key, name in WORKLOAD_VARIABLES.items()}
+    ranks = int(given["ranks_per_node"]) or max(1, int(host["gpus"]))
+    sample = str(given["sample"])
+    return {
+        "sample": sample,
+        "sample_cost_us": int(given["sample_cost_us"]) if sample in ("busy", "sleep") else None,
+        "batch_size": int(given["batch_size"]),
+        "step_time_s": int(given["step_time_s"]) / 1000,
+        "ranks_per_node": ranks,
+        "dataset_path": str(given["dataset_path"]) or None,
+        "max_workers": int(given["max_workers"]) or max(1, int(host["physical_cores"]) // ranks),
+    }
+
+
+def _count(value: object, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def settings_problem(settings: dict) -> str:
+    """'' when the file's object is a DataLoader settings file the role can judge, else why
+    it is malformed."""
+    if "malformed" in settings:
+        return str(settings["malformed"])
+    if settings.get("kind") != DATALOADER_KIND:
+        return f"kind {to_json(settings.get('kind'))}, not {DATALOADER_KIND}"
+    if settings.get("schema_version") != 1:
+        return f"schema_version {to_json(settings.get('schema_version'))}, not 1"
+    for section in ("host", "workload", "dataloader"):
+        if not isinstance(settings.get(section), Mapping):
+            return f"{section} is not an object"
+    loader = settings["dataloader"]
+    factor = loader.get("prefetch_factor")
+    if not (
+        _count(loader.get("num_workers"), 0)
+        and isinstance(loader.get("pin_memory"), bool)
+        and isinstance(loader.get("persistent_workers"), bool)
+        and (factor is None or _count(factor, 1))
+    ):
+        return f"dataloader is {to_json(loader)}"
+    return ""
+
+
+def _same(recorded: object, wanted: object) -> bool:
+    if isinstance(wanted, float) and isinstance(recorded, (int, float)):
+        return not isinstance(recorded, bool) and abs(recorded - wanted) <= 1e-9 * max(1, wanted)
+    return recorded == wanted
+
+
+def dataloader_reasons(found: dict | None, workload: dict | None, installing: bool) -> list[str]:
+    """Why the DataLoader settings file must be measured again or removed (empty: nothing).
+    found: the probe's dataloader reading; workload: dataloader_workload(), None when
+    hostcheck_dataloader_enabled is false (a file of the role's kind is then removed)."""
+    if found is None:
+        return []
+    path, settings, host = found["path"], found["settings"], found["host"]
+    if workload is None:
+        if settings is not None and settings.get("kind") == DATALOADER_KIND:
+            return [f"hostcheck_dataloader_enabled is false: {path} (written by hostcheck loop "
+                    "--sweep --write) is removed"]  # fmt: skip
+        return []
+    if settings is None:
+        return [f"{path} does not exist"]
+    problem = settings_problem(settings)
+    if problem:
+        return [f"{path} is malformed: {problem}"]
+    measured = settings["host"]
+    then = (measured.get("hostname"), measured.get("cpus"))
+    if then != (host["hostname"], host["cpus"]):
+        return [
+            f"{path} is stale: measured on {then[0]} with {then[1]} CPUs, this host is "
+            f"{host['hostname']} with {host['cpus']}"
+        ]
+    recorded = settings["workload"]
+    reasons = [
+        f"{path} records {key} {to_json(recorded.get(key))}, {WORKLOAD_VARIABLES[key]} "
+        f"gives {to_json(wanted)}"
+        for key, wanted in workload.items()
+        if wanted is not None or key == "dataset_path"
+        if not _same(recorded.get(key), wanted)
+    ]
+    if installing:
+        reasons.append(f"hostcheck is (re)installed since {path} was measured")
+    return reasons
+
+
+def sweep_argv(hostcheck: str, options: list[str], path: str, workload: dict, seconds: float):
+    """The hostcheck loop --sweep --write command line that measures the settings file."""
+    argv = [hostcheck, "loop", "--sweep", "--write", path, *options]
+    argv += ["--ranks", str(workload["ranks_per_node"]), "--sample", workload["sample"]]
+    if workload["sample_cost_us"] is not None:
+        argv += ["--sample-cost-us", str(workload["sample_cost_us"])]
+    argv += [
+        *("--batch-size", str(workload["batch_size"])),
+        *("--step-ms", f"{workload['step_time_s'] * 1000:g}"),
+        *("--seconds", f"{seconds:g}"),
+        *("--max-workers", str(workload["max_workers"])),
+    ]
+    if workload["dataset_path"]:
+        argv += ["--dataset-path", workload["dataset_path"]]
+    return argv
 
 
 def plan_message(plan: dict, run: bool, venv: str, started_at: object) -> str:
@@ -375,6 +528,7 @@ def plan_message(plan: dict, run: bool, venv: str, started_at: object) -> str:
             ("install", plan["install"]),
             ("config", plan["config"]),
             ("timer", plan["timer"]),
+            ("dataloader", plan.get("dataloader") or []),
         )
         if reasons
     ]
@@ -413,6 +567,27 @@ class ActionModule(RoleValidation):
             return None
         return dict(self.value("__hostcheck_timer_units"))
 
+    def wanted_workload(self, found: dict | None) -> dict | None:
+        """The DataLoader workload the variables give on this host; None when the settings
+        file is not wanted (hostcheck_dataloader_enabled false) or was not read."""
+        if found is None or not truthy(self.var("hostcheck_dataloader_enabled")):
+            return None
+        return dataloader_workload(
+            {name: self.var(name) for name in WORKLOAD_VARIABLES.values()}, found["host"]
+        )
+
+    def check_dataset(self, found: dict) -> None:
+        """Before the sweep: the dataset folder exists on the host (an earlier role, such as
+        dataset_staging, may have made it in this run, so it is read here, not in the first
+        validation)."""
+        path = self.var("hostcheck_dataloader_dataset_path")
+        if path and not found.get("dataset_is_dir"):
+            host = self._vars.get("inventory_hostname", "this host")
+            raise Invalid(
+                f"hostcheck_dataloader_dataset_path: {path} is not a folder on {host} "
+                "(the DataLoader sweep reads its samples from there)"
+            )
+
     def wanted_config(self) -> str | None:
         return self.value("__hostcheck_config_text") if self.var("hostcheck_config") else None
 
@@ -430,17 +605,37 @@ class ActionModule(RoleValidation):
         config_file = self.var("hostcheck_config_file")
         config = config_reasons(read["config"], self.wanted_config(), config_file)
         timer = timer_reasons(read, self.wanted_units(), self.value("__hostcheck_timer_unit_dir"))
+        found = read.get("dataloader")
+        workload = self.wanted_workload(found)
+        dataloader = dataloader_reasons(found, workload, install_hostcheck)
+        argv = []
+        if workload is not None and dataloader:
+            self.check_dataset(found)
+            argv = sweep_argv(
+                self.value("__hostcheck_bin"),
+                ["--profile", str(self.var("hostcheck_profile"))]
+                + (["--config", config_file] if self.var("hostcheck_config") else []),
+                found["path"],
+                workload,
+                check_seconds(self.var("hostcheck_dataloader_seconds")),
+            )
         run = truthy(self.var("hostcheck_run"))
         report_path = f"{self.var('hostcheck_report_dir')}/report.json"
         stale = stale_reasons(read, report_path)
+        why = (
+            "this run installs or configures hostcheck"
+            if install or config
+            else f"this run {'measures' if argv else 'removes'} the DataLoader settings file"
+        )
+        changing = bool(install or config or dataloader)
         plan = {
             "install": install,
             "install_hostcheck": install_hostcheck,
             "config": config,
             "timer": timer,
-            "run": run_reasons(self.var("hostcheck_measure"), bool(install or config), stale)
-            if run
-            else [],
+            "dataloader": dataloader,
+            "dataloader_argv": argv,
+            "run": run_reasons(self.var("hostcheck_measure"), changing, stale, why) if run else [],
             "hostcheck": (read["venv"]["hostcheck"] or {}).get("version"),
             "torch": read["venv"]["distributions"].get("torch"),
             "systemd": read["systemd"],
@@ -493,6 +688,8 @@ class ActionModule(RoleValidation):
             self.var("hostcheck_extra_args"), list(self.value("__hostcheck_reserved_args"))
         )
         check_pip_packages_before(self.var("hostcheck_pip_packages_before"))
+        check_dataset_path(self.var("hostcheck_dataloader_dataset_path"))
+        check_seconds(self.var("hostcheck_dataloader_seconds"))
         wheel, source = self.var("hostcheck_wheel"), self.var("hostcheck_build_source")
         check_wheel(wheel, source)
 

@@ -1,7 +1,9 @@
 """Verifies hostcheck after provisioning, in one task and one read of the host (hostcheck_probe):
 hostcheck installed in the venv, hostcheck_config_file holding hostcheck_config (or absent),
 the latest report valid and written by this hostcheck for this profile, the timer's units as
-hostcheck_timer_* say (or none) and, with systemd, the timer enabled and active; then that
+hostcheck_timer_* say (or none) and, with systemd, the timer enabled and active, the DataLoader
+settings file measured on this host for the workload hostcheck_dataloader_* give (or, switched
+off, none of the role's); then that
 hostcheck passes: its latest report passed for the host state as it is now (the record beside
 the report, made when it passed), else hostcheck runs now (a second round trip, writing
 nothing) and must pass.
@@ -21,6 +23,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
     ActionModule as Validation,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    dataloader_reasons,
     stale_reasons,
     to_json,
     truthy,
@@ -123,6 +126,33 @@ def timer_verified(read: dict, wanted: dict, host: str) -> tuple[list[str], list
     return held, problems
 
 
+def dataloader_verified(found: dict | None, workload: dict | None) -> tuple[list[str], list[str]]:
+    """(what holds, what does not) of the DataLoader settings file. workload: what the
+    variables give on this host, None when hostcheck_dataloader_enabled is false."""
+    if found is None:
+        return [], []
+    reasons = dataloader_reasons(found, workload, installing=False)
+    path = found["path"]
+    if workload is None:
+        if reasons:
+            return [], [
+                f"hostcheck_dataloader_enabled is false but {path} (written by hostcheck loop "
+                "--sweep --write) is still there"
+            ]
+        return [], []
+    if reasons:
+        return [], [f"hostcheck_dataloader_enabled: {'; '.join(reasons)}"]
+    settings = found["settings"]
+    loader = settings["dataloader"]
+    keys = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers")
+    kwargs = ", ".join(f"{key}={loader.get(key)!r}" for key in keys)
+    prefetcher = "with" if settings.get("prefetcher") else "without"
+    return [
+        f"{path}: DataLoader({kwargs}) {prefetcher} a prefetcher, measured at "
+        f"{settings.get('measured_at')} for this workload"
+    ], []
+
+
 def run_verified(done: dict, fail_on: str, host: str) -> str:
     """hostcheck run now (report on standard output) passes; Invalid with the failing ids."""
     stdout = done.get("stdout") or ""
@@ -177,6 +207,10 @@ class ActionModule(Validation):
         )
         held += timer_held
         problems += timer_problems
+        found = read.get("dataloader")
+        loader_held, loader_problems = dataloader_verified(found, self.wanted_workload(found))
+        held += loader_held
+        problems += loader_problems
         if run and not problems:
             held += self.passing(read, f"{report_dir}/report.json", host)
         if problems:

@@ -12,12 +12,15 @@ description:
   - Reads, and never changes, the training venv's distributions (hostcheck's version, RECORD
     and requirements among them), the config file hostcheck runs with, the latest report,
     the hostcheck systemd units and the timer's state.
-  - Reads the host state hostcheck's checks depend on, one digest per part (C(parts)): the
+  - Reads the host state hostcheck's checks depend on, one digest per part (C(parts)), of the
     command line and config hostcheck runs with, the venv's distributions, the boot, the
     /dev/shm mount, the block-device mounts, /etc/fstab, the limits, PAM, systemd manager
     and sysctl files, the /proc/sys values named, CPU governors and transparent huge pages,
-    memory and swap, users and groups, the NVIDIA driver and GPUs. Reading it costs
-    milliseconds, where hostcheck itself costs seconds.
+    memory and swap, users and groups, the NVIDIA driver and GPUs, the DataLoader settings
+    file. Reading it costs milliseconds, where hostcheck itself costs seconds.
+  - With O(read.dataloader_path), reads the DataLoader settings file `hostcheck loop --sweep
+    --write` keeps there, and what its staleness and workload are judged by (the host name,
+    the usable CPUs, the physical cores and the NVIDIA GPUs on the PCI bus).
   - With O(record), after hostcheck passed, writes these parts and the report's digest to
     C(report.host-state.json) beside the report (the only thing it ever writes); the role
     then runs hostcheck again only when the report or a part changed.
@@ -61,6 +64,17 @@ options:
         type: list
         elements: str
         default: []
+      dataloader_path:
+        description: >-
+          The DataLoader settings file (hostcheck_dataloader_path), read and a part of the
+          state; not read when omitted.
+        type: path
+      dataloader_dataset:
+        description: >-
+          The folder the DataLoader sweep reads samples from (hostcheck_dataloader_dataset_path);
+          whether it is a folder is read.
+        type: str
+        default: ""
   record:
     description: >-
       Write report.host-state.json for the current report.json (which must have passed,
@@ -114,6 +128,14 @@ dirs:
   description: Whether unit_dir, textfile_dir and report_dir exist, by path.
   type: dict
   returned: always
+dataloader:
+  description: >-
+    {path, settings (the file's JSON object; null when absent; {malformed} when it is not
+    one, by the rules of hostcheck.dataloader in the venv where it can be imported), host
+    ({hostname, cpus, physical_cores, gpus}, what the file is judged by), dataset_is_dir};
+    null without read.dataloader_path.
+  type: dict
+  returned: always
 """
 
 import email.parser
@@ -123,10 +145,16 @@ import json
 import os
 import re
 import stat
+import sys
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
+    GPU,
+    nvidia_kind,
+    parse_hex,
+)
 
 REPORT = "report.json"
 RECORD = "report.host-state.json"
@@ -153,6 +181,7 @@ CPU_FILES = [
     "sys/kernel/mm/transparent_hugepage/defrag",
 ]
 NVIDIA_FILES = ["proc/driver/nvidia/version", "proc/driver/nvidia/gpus/*/information"]
+SETTINGS_MAX_BYTES = 2**20  # a DataLoader settings file is about 1 KB
 
 
 def digest(value: object) -> str:
@@ -337,7 +366,121 @@ def host_parts(spec: dict, venv_listed: list, root: str = "/") -> dict[str, str]
         parts[part] = digest(texts(root, patterns))
     if str(spec["profile"]).startswith("/"):
         parts["hostcheck_profile (file)"] = digest(read_text(spec["profile"]))
+    if spec.get("dataloader_path"):
+        parts["the DataLoader settings file"] = digest(read_text(spec["dataloader_path"]))
     return parts
+
+
+# ---------------------------------------------------------------- the DataLoader settings
+
+
+def settings_rules(venv: str):
+    """hostcheck.dataloader of the hostcheck in the venv (standard library only): the rules
+    training code reads the settings file by. None where it cannot be imported here."""
+    for folder in site_packages(venv):
+        if not os.path.isfile(os.path.join(folder, "hostcheck", "dataloader", "__init__.py")):
+            continue
+        # imported from the venv alone, whatever hostcheck this process had (none on a host)
+        ours = [n for n in sys.modules if n == "hostcheck" or n.startswith("hostcheck.")]
+        before = {name: sys.modules.pop(name) for name in ours}
+        sys.path.insert(0, folder)
+        try:
+            from hostcheck import dataloader
+        except Exception:  # another Python, a broken install: the module's own reading
+            return None
+        finally:
+            sys.path.remove(folder)
+            for name in [n for n in sys.modules if n == "hostcheck" or n.startswith("hostcheck.")]:
+                del sys.modules[name]
+            sys.modules.update(before)
+        return dataloader
+    return None
+
+
+def read_settings(path: str, venv: str = "") -> dict | None:
+    """The settings file's JSON object; None when absent, {malformed} when not one (by the
+    rules of hostcheck.dataloader in the venv where it imports, else not JSON or not an
+    object)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(SETTINGS_MAX_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return {"malformed": f"cannot be read: {exc.strerror or exc}"}
+    if len(raw) > SETTINGS_MAX_BYTES:
+        return {"malformed": f"larger than {SETTINGS_MAX_BYTES} bytes"}
+    rules = settings_rules(venv) if venv else None
+    if rules is not None:
+        try:
+            rules.parse(raw, path)
+        except rules.SettingsFileError as exc:
+            return {"malformed": exc.problem}
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return {"malformed": f"not JSON: {str(exc).splitlines()[0]}"}
+    if not isinstance(document, dict):
+        return {"malformed": "not a JSON object"}
+    return document
+
+
+def cpu_list(text: str | None) -> list[int]:
+    """/sys/devices/system/cpu/online ("0-3,8") as CPU numbers; [] when unreadable."""
+    found: list[int] = []
+    for item in (text or "").strip().split(","):
+        low, _, high = item.partition("-")
+        if not low.strip().isdigit() or (high and not high.strip().isdigit()):
+            return []
+        found += range(int(low), int(high or low) + 1)
+    return found
+
+
+def physical_cores(root: str) -> int:
+    """Cores (package, die, core) of the online CPUs, as hostcheck's cpu check counts them;
+    the online CPUs (at least 1) where the topology is not readable."""
+    cpus = cpu_list(read_text(under(root, "/sys/devices/system/cpu/online")))
+    cores = set()
+    for cpu in cpus:
+        base = under(root, f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        ids = [read_text(f"{base}/{name}") for name in ("physical_package_id", "die_id", "core_id")]
+        if ids[0] is None or ids[2] is None:
+            return len(cpus) or 1
+        cores.add(tuple((value or "0").strip() for value in ids))
+    return len(cores) or len(cpus) or 1
+
+
+def nvidia_gpu_count(root: str) -> int:
+    """NVIDIA display and 3D controllers on the PCI bus (no driver needed)."""
+    count = 0
+    for device in glob.glob(under(root, "/sys/bus/pci/devices/*")):
+        vendor = parse_hex(read_text(f"{device}/vendor"))
+        if nvidia_kind(vendor, parse_hex(read_text(f"{device}/class"))) == GPU:
+            count += 1
+    return count
+
+
+def host_cpus() -> int:
+    """The host's online CPUs, as the settings file records them (hostcheck.dataloader)."""
+    return os.cpu_count() or 1
+
+
+def read_dataloader(spec: dict, root: str = "/") -> dict | None:
+    path = spec.get("dataloader_path")
+    if not path:
+        return None
+    dataset = spec.get("dataloader_dataset") or ""
+    return {
+        "path": path,
+        "settings": read_settings(path, spec["venv"]),
+        "host": {
+            "hostname": os.uname().nodename,
+            "cpus": host_cpus(),
+            "physical_cores": physical_cores(root),
+            "gpus": nvidia_gpu_count(root),
+        },
+        "dataset_is_dir": os.path.isdir(dataset) if dataset else None,
+    }
 
 
 def timer_state(run) -> dict:
@@ -373,6 +516,7 @@ def probe(spec: dict, run, root: str = "/") -> dict:
             path: os.path.isdir(path)
             for path in (spec["unit_dir"], spec["textfile_dir"], report_dir)
         },
+        "dataloader": read_dataloader(spec, root),
     }
 
 
@@ -412,6 +556,8 @@ def main() -> None:
                     "unit_dir": {"type": "path", "required": True},
                     "textfile_dir": {"type": "path", "required": True},
                     "sysctl": {"type": "list", "elements": "str", "default": []},
+                    "dataloader_path": {"type": "path"},
+                    "dataloader_dataset": {"type": "str", "default": ""},
                 },
             },
             "record": {"type": "bool", "default": False},

@@ -3,7 +3,9 @@ the controller, run with site thresholds, the report kept on the host, the host 
 failing checks and their remedies) when a check fails, idempotent, and a no-op in check mode.
 hostcheck runs when asked (hostcheck_measure: always), when the role installs or configures it,
 or when its latest report did not pass or the host state it was made for changed: a no-op
-converge does not run it, and verification proves the recorded state or runs it."""
+converge does not run it, and verification proves the recorded state or runs it. Asked, it
+measures the DataLoader settings file once, again only when it no longer fits, and removes it
+when switched off."""
 
 from __future__ import annotations
 
@@ -31,6 +33,24 @@ SAY_WHY = "hostcheck : Say why hostcheck does not run in check mode"
 READ = "hostcheck : Read what hostcheck needs on this host (changes nothing)"
 RUN = "hostcheck : Run hostcheck"
 VERIFY = "hostcheck : Verify hostcheck (changes nothing)"
+SWEEP = "hostcheck : Measure the DataLoader settings (hostcheck loop --sweep --write)"
+REMOVE = (
+    "hostcheck : Remove the DataLoader settings file the role wrote "
+    "(hostcheck_dataloader_enabled is false)"
+)
+SHOW_SETTINGS = "hostcheck : Show the DataLoader settings, or fail when none were written"
+DATALOADER = "/etc/hostcheck/dataloader.json"
+# A cheap sweep: sleep samples, 0 and 1 workers, 0.3 s per configuration (7 of them, without
+# CUDA), about 10 s.
+LOADER = {
+    "hostcheck_dataloader_enabled": True,
+    "hostcheck_dataloader_sample": "sleep",
+    "hostcheck_dataloader_sample_cost_us": 1000,
+    "hostcheck_dataloader_batch_size": 16,
+    "hostcheck_dataloader_step_ms": 50,
+    "hostcheck_dataloader_max_workers": 1,
+    "hostcheck_dataloader_seconds": 0.3,
+}
 SANDBOX_VARS = yaml.safe_load(
     (CHECKOUT / "inventory" / "sandbox_group_vars" / "all" / "hostcheck.yml").read_text()
 )
@@ -393,6 +413,132 @@ def test_the_timer_is_set_up_left_alone_verified_and_removed(fleet, converged, f
     )
     assert fleet.ssh(host, f"ls {units}/hostcheck.service {units}/hostcheck.timer").returncode != 0
     assert "no hostcheck timer, as wanted" in off.task_results(VERIFY)[host.name]["msg"]
+
+
+def test_the_dataloader_settings_file_is_measured_kept_measured_again_and_removed(
+    fleet, converged, fast
+):
+    (host,) = fleet.hosts()
+    full = f"hostcheck.gpu_hosts.{SWEEP}"
+    on = {**fast, **LOADER}
+
+    def converge(variables):
+        done = run_playbook(fleet, PLAYBOOK, extra_vars=variables)
+        assert done.returncode == 0, done.stderr + str(done.messages(host.name))
+        return done
+
+    def verify(variables):
+        return run_playbook(fleet, "playbooks/verify.yml", extra_vars=variables, tags="hostcheck")
+
+    # check mode says it would measure, and writes nothing
+    preview = run_playbook(fleet, PLAYBOOK, extra_vars=on, check=True)
+    assert preview.returncode == 0, preview.stderr + str(preview.messages(host.name))
+    planned = preview.task_results(READ)[host.name]["msg"]
+    assert f"dataloader: {DATALOADER} does not exist" in planned, planned
+    assert fleet.ssh(host, f"ls {DATALOADER}").returncode != 0
+
+    # (run alone, this module's first converge with the prebuilt wheel also installs it)
+    first = converge(on)
+    assert first.changed_tasks(host.name)[-1] == full
+    said = first.task_results(READ)[host.name]["msg"]
+    assert f"dataloader: {DATALOADER} does not exist | hostcheck runs: " in said, said
+    written = read_json(fleet, host, DATALOADER)
+    assert written["kind"] == "hostcheck-dataloader-settings" and written["schema_version"] == 1
+    assert written["workload"] == {
+        "sample": "sleep",
+        "sample_cost_us": 1000.0,
+        "image_size": 224,
+        "batch_size": 16,
+        "step_time_s": 0.05,
+        "ranks_per_node": 1,  # 0: one per GPU, 1 without
+        "dataset_path": None,
+        "max_workers": 1,
+    }
+    names = fleet.ssh(host, "uname -n; nproc").stdout.split()
+    assert [written["host"]["hostname"], str(written["host"]["cpus"])] == names
+    loader = written["dataloader"]
+    assert loader["num_workers"] in (0, 1) and loader["pin_memory"] in (True, False)
+    shown = first.task_results(SHOW_SETTINGS)[host.name]["msg"]
+    assert shown.startswith(f"{DATALOADER}: recommendation: DataLoader(num_workers=")
+    # the hostcheck run after it reports the file
+    check = checks_of(read_json(fleet, host, REPORT))["dataloader"]
+    assert check["status"] == "pass" and check["data"]["state"] == "ok", check
+    assert check["data"]["num_workers"] == loader["num_workers"]
+    assert check["data"]["measured_at"] == written["measured_at"]
+    verified = first.task_results(VERIFY)[host.name]["msg"]
+    assert f"{DATALOADER}: DataLoader(num_workers={loader['num_workers']}, " in verified
+
+    # a no-op: the file fits the workload and the host, nothing runs
+    second = converge(on)
+    assert second.changed(host.name) == 0, second.changed_tasks(host.name)
+    assert not second.task_results(SWEEP) and not second.task_results(RUN)
+    assert second.task_results(READ)[host.name]["msg"].startswith(
+        "nothing to install, configure or set up | hostcheck is not run: its report of "
+    )
+    assert read_json(fleet, host, DATALOADER) == written
+
+    # another batch size: measured again
+    bigger = {**on, "hostcheck_dataloader_batch_size": 32}
+    resized = converge(bigger)
+    assert resized.changed_tasks(host.name) == [full]
+    assert resized.task_results(READ)[host.name]["msg"].startswith(
+        f"dataloader: {DATALOADER} records batch_size 16, hostcheck_dataloader_batch_size "
+        "gives 32 | hostcheck runs: this run measures the DataLoader settings file"
+    )
+    measured = read_json(fleet, host, DATALOADER)
+    assert measured["workload"]["batch_size"] == 32
+    assert measured["measured_at"] != written["measured_at"]
+
+    # a broken file: measured again
+    assert fleet.ssh(host, f"truncate -s 100 {DATALOADER}").returncode == 0
+    repaired = converge(bigger)
+    assert repaired.changed_tasks(host.name) == [full]
+    said = repaired.task_results(READ)[host.name]["msg"]
+    assert said.startswith(f"dataloader: {DATALOADER} is malformed: not valid JSON: "), said
+    assert read_json(fleet, host, DATALOADER)["workload"]["batch_size"] == 32
+
+    # verification: a file from another host, then none, fails it (and writes nothing)
+    moved = f'sed -i \'s/"hostname": "[^"]*"/"hostname": "elsewhere"/\' {DATALOADER}'
+    assert fleet.ssh(host, moved).returncode == 0
+    stale = verify(bigger)
+    assert stale.returncode != 0
+    (message,) = stale.messages(host.name)
+    assert message.startswith(
+        f"hostcheck_dataloader_enabled: {DATALOADER} is stale: measured on elsewhere with "
+    ), message
+    assert fleet.ssh(host, f"rm {DATALOADER}").returncode == 0
+    missing = verify(bigger)
+    assert missing.returncode != 0
+    assert missing.messages(host.name) == [
+        f"hostcheck_dataloader_enabled: {DATALOADER} does not exist"
+    ]
+    assert fleet.ssh(host, f"ls {DATALOADER}").returncode != 0
+
+    # switched off: the role's file is removed (measured again first), and the check skips
+    converge(bigger)
+    off = converge(fast)
+    assert off.changed_tasks(host.name) == [f"hostcheck.gpu_hosts.{REMOVE}"]
+    assert off.task_results(READ)[host.name]["msg"].startswith(
+        f"dataloader: hostcheck_dataloader_enabled is false: {DATALOADER} (written by hostcheck "
+        "loop --sweep --write) is removed | hostcheck runs: this run removes the DataLoader "
+        "settings file"
+    )
+    assert fleet.ssh(host, f"ls {DATALOADER}").returncode != 0
+    assert checks_of(read_json(fleet, host, REPORT))["dataloader"]["status"] == "skip"
+    # a no-op costs the same tasks with the settings file as without
+    idle = converge(fast)
+    assert idle.changed(host.name) == 0, idle.changed_tasks(host.name)
+    assert tasks_of(idle, host.name) == tasks_of(second, host.name)
+
+
+def tasks_of(run, host: str) -> list[str]:
+    """Every task the run had for the host, skipped ones included, in order."""
+    return [
+        task["task"]["name"]
+        for play in run.output.get("plays", [])
+        for task in play["tasks"]
+        if host in task["hosts"]
+    ]
 
 
 # Last in the module: it leaves its own hostcheck_config on the host.

@@ -1,23 +1,31 @@
 """The hostcheck role's probe module (plugins/modules/hostcheck_probe.py) on a tree standing in
 for a host's root, and the plan the validate action makes from what it reads: what install,
-config and timer must change, and whether hostcheck runs (asked, something changed, or its
-latest report does not stand for the host as it is)."""
+config, timer and the DataLoader settings file must change, and whether hostcheck runs (asked,
+something changed, or its latest report does not stand for the host as it is)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     config_reasons,
+    dataloader_reasons,
+    dataloader_workload,
     install_reasons,
     plan_message,
     run_reasons,
+    settings_problem,
     stale_reasons,
+    sweep_argv,
     timer_reasons,
     unmet,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules import hostcheck_probe
+
+from tests.unit.role_dataloader import HOST as MEASURED_HOST
+from tests.unit.role_dataloader import PATH, SETTINGS, VARIABLES, found, settings
 
 MOUNTINFO = (
     "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
@@ -419,3 +427,238 @@ def test_timer_reasons_when_it_is_not_wanted():
     assert timer_reasons(timer_read(), None, unit_dir) == []
     left = timer_read({"hostcheck.service": None, "hostcheck.timer": {"text": "", "mode": "0644"}})
     assert timer_reasons(left, None, unit_dir) == [f"hostcheck.timer still in {unit_dir}"]
+
+
+# ---------------------------------------------------------------- the DataLoader settings file
+
+TOPOLOGY = {
+    # 4 online CPUs, two threads on each of 2 cores; cpu4 is offline
+    "/sys/devices/system/cpu/online": "0-3\n",
+    **{
+        f"/sys/devices/system/cpu/cpu{cpu}/topology/{name}": f"{value}\n"
+        for cpu in range(5)
+        for name, value in (("physical_package_id", 0), ("die_id", 0), ("core_id", cpu % 2))
+    },
+}
+PCI = {
+    # an NVIDIA 3D controller, its audio function, and another vendor's VGA
+    "/sys/bus/pci/devices/0000:3b:00.0/vendor": "0x10de\n",
+    "/sys/bus/pci/devices/0000:3b:00.0/class": "0x030200\n",
+    "/sys/bus/pci/devices/0000:3b:00.1/vendor": "0x10de\n",
+    "/sys/bus/pci/devices/0000:3b:00.1/class": "0x040300\n",
+    "/sys/bus/pci/devices/0000:02:00.0/vendor": "0x1a03\n",
+    "/sys/bus/pci/devices/0000:02:00.0/class": "0x030000\n",
+}
+
+
+@pytest.fixture
+def loader_host(host):
+    """The converged host with the role's DataLoader settings file in its tmp folder."""
+    tree(host["root"], {**TOPOLOGY, **PCI})
+    path = host["tmp"] / "etc/hostcheck/dataloader.json"
+    tree(host["tmp"], {"etc/hostcheck/dataloader.json": json.dumps(SETTINGS)})
+    host["spec"]["dataloader_path"] = str(path)
+    host["loader"] = path
+    return host
+
+
+def test_the_settings_file_and_what_it_is_judged_by_are_read(loader_host):
+    read_ = read(loader_host)["dataloader"]
+    assert read_["path"] == str(loader_host["loader"])
+    assert read_["settings"] == SETTINGS
+    host = read_["host"]
+    assert (host["physical_cores"], host["gpus"]) == (2, 1)
+    assert host["hostname"] and host["cpus"] >= 1
+    assert read_["dataset_is_dir"] is None
+    loader_host["spec"]["dataloader_dataset"] = str(loader_host["tmp"])
+    assert read(loader_host)["dataloader"]["dataset_is_dir"] is True
+
+
+def test_an_absent_malformed_or_foreign_settings_file(loader_host):
+    path = loader_host["loader"]
+    for text, said in (
+        ("{half", "not JSON: "),
+        ("[1, 2]", "not a JSON object"),
+        ("\xff", "not JSON: "),
+    ):
+        path.write_text(text, errors="surrogateescape")
+        assert read(loader_host)["dataloader"]["settings"]["malformed"].startswith(said)
+    path.write_text('{"kind": "mine"}')
+    assert read(loader_host)["dataloader"]["settings"] == {"kind": "mine"}
+    path.unlink()
+    assert read(loader_host)["dataloader"]["settings"] is None
+    del loader_host["spec"]["dataloader_path"]
+    assert read(loader_host)["dataloader"] is None
+
+
+def test_the_venvs_hostcheck_judges_the_settings_file_as_training_code_would(loader_host):
+    """With hostcheck.dataloader in the venv its own rules apply (a file the module's reading
+    alone would take, but hostcheck.dataloader.settings() refuses, is malformed)."""
+    import sys
+
+    import hostcheck
+    from hostcheck import dataloader
+
+    site = loader_host["venv"] / "lib" / "python3.11" / "site-packages"
+    for module in (hostcheck, dataloader):
+        target = (
+            site / "hostcheck" / Path(module.__file__).relative_to(Path(hostcheck.__file__).parent)
+        )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(Path(module.__file__).read_text())
+    before = dict(sys.modules)
+    assert read(loader_host)["dataloader"]["settings"] == SETTINGS
+    lacking = {k: v for k, v in SETTINGS.items() if k != "measured"}
+    loader_host["loader"].write_text(json.dumps(lacking))
+    assert read(loader_host)["dataloader"]["settings"] == {"malformed": "measured: missing"}
+    loader_host["loader"].write_text("{half")
+    said = read(loader_host)["dataloader"]["settings"]["malformed"]
+    assert said.startswith("not valid JSON: ")
+    # this process's own hostcheck modules are as they were
+    assert {n: sys.modules.get(n) for n in before if n.startswith("hostcheck")} == {
+        n: m for n, m in before.items() if n.startswith("hostcheck")
+    }
+
+
+def test_cores_without_a_readable_topology_are_the_online_cpus(tmp_path):
+    tree(tmp_path, {"/sys/devices/system/cpu/online": "0-2,5\n"})
+    assert hostcheck_probe.physical_cores(str(tmp_path)) == 4
+    assert hostcheck_probe.physical_cores(str(tmp_path / "none")) == 1
+    assert hostcheck_probe.cpu_list("0-3,8\n") == [0, 1, 2, 3, 8]
+    assert hostcheck_probe.cpu_list("x") == []
+
+
+def test_the_settings_file_is_a_part_of_the_host_state(loader_host):
+    path = loader_host["loader"]
+    changed = changed_parts(loader_host, lambda: path.write_text(json.dumps(settings())[:-1]))
+    assert changed == ["the DataLoader settings file"]
+
+
+WORKLOAD = dataloader_workload(VARIABLES, MEASURED_HOST)
+
+
+def test_the_workload_the_variables_give_on_a_host():
+    assert WORKLOAD == {
+        "sample": "sleep",
+        "sample_cost_us": 2000,
+        "batch_size": 32,
+        "step_time_s": 0.1,
+        "ranks_per_node": 1,  # 0: one per GPU, 1 without
+        "dataset_path": None,
+        "max_workers": 4,  # 0: physical cores // ranks
+    }
+    eight = dataloader_workload(VARIABLES, {**MEASURED_HOST, "gpus": 8, "physical_cores": 64})
+    assert (eight["ranks_per_node"], eight["max_workers"]) == (8, 8)
+    given = {
+        **VARIABLES,
+        "hostcheck_dataloader_sample": "jpeg",
+        "hostcheck_dataloader_ranks_per_node": "2",
+        "hostcheck_dataloader_max_workers": 3,
+        "hostcheck_dataloader_dataset_path": "/data/imagenet",
+    }
+    jpeg = dataloader_workload(given, MEASURED_HOST)
+    assert jpeg["sample_cost_us"] is None  # not compared: jpeg measures real decoding
+    assert (jpeg["ranks_per_node"], jpeg["max_workers"]) == (2, 3)
+    assert jpeg["dataset_path"] == "/data/imagenet"
+
+
+def test_settings_as_measured_for_this_workload_need_nothing():
+    assert dataloader_reasons(found(), WORKLOAD, installing=False) == []
+    # recorded numbers as JSON gives them (floats for whole numbers) still match
+    floats = settings(workload={"sample_cost_us": 2000.0, "step_time_s": 0.1000000001})
+    assert dataloader_reasons(found(floats), WORKLOAD, installing=False) == []
+    # jpeg: the recorded sample cost is not the workload's
+    jpeg = settings(workload={"sample": "jpeg", "sample_cost_us": 1})
+    wanted = {**WORKLOAD, "sample": "jpeg", "sample_cost_us": None}
+    assert dataloader_reasons(found(jpeg), wanted, False) == []
+
+
+def test_a_missing_malformed_or_stale_file_is_measured_again():
+    assert dataloader_reasons(found(None), WORKLOAD, False) == [f"{PATH} does not exist"]
+    assert dataloader_reasons(found({"malformed": "not JSON: x"}), WORKLOAD, False) == [
+        f"{PATH} is malformed: not JSON: x"
+    ]
+    assert dataloader_reasons(found(settings(kind="mine")), WORKLOAD, False) == [
+        f'{PATH} is malformed: kind "mine", not hostcheck-dataloader-settings'
+    ]
+    assert dataloader_reasons(found(SETTINGS, hostname="node2"), WORKLOAD, False) == [
+        f"{PATH} is stale: measured on node1 with 8 CPUs, this host is node2 with 8"
+    ]
+    assert dataloader_reasons(found(SETTINGS, cpus=16), WORKLOAD, False) == [
+        f"{PATH} is stale: measured on node1 with 8 CPUs, this host is node1 with 16"
+    ]
+    assert dataloader_reasons(found(), WORKLOAD, installing=True) == [
+        f"hostcheck is (re)installed since {PATH} was measured"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        ({"schema_version": 2}, "schema_version 2, not 1"),
+        ({"workload": None}, "workload is not an object"),
+        ({"host": []}, "host is not an object"),
+        ({"dataloader": {"num_workers": -1}}, "dataloader is "),
+        ({"dataloader": {"num_workers": True}}, "dataloader is "),
+        ({"dataloader": {"pin_memory": "yes"}}, "dataloader is "),
+        ({"dataloader": {"prefetch_factor": 0}}, "dataloader is "),
+    ],
+)
+def test_what_makes_a_settings_file_malformed(broken, said):
+    assert settings_problem(settings(**broken)).startswith(said)
+    assert settings_problem(settings(dataloader={"num_workers": 0, "prefetch_factor": None})) == ""
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "recorded", "given"),
+    [
+        ("batch_size", 64, "batch_size 32", "64"),
+        ("sample", "busy", 'sample "sleep"', '"busy"'),
+        ("sample_cost_us", 500, "sample_cost_us 2000.0", "500"),
+        ("step_ms", 250, "step_time_s 0.1", "0.25"),
+        ("ranks_per_node", 2, "ranks_per_node 1", "2"),
+        ("max_workers", 2, "max_workers 4", "2"),
+        ("dataset_path", "/data", "dataset_path null", '"/data"'),
+    ],
+)
+def test_each_workload_variable_that_differs_is_named(variable, value, recorded, given):
+    name = f"hostcheck_dataloader_{variable}"
+    changed = {**VARIABLES, "hostcheck_dataloader_max_workers": 4, name: value}
+    workload = dataloader_workload(changed, MEASURED_HOST)
+    assert dataloader_reasons(found(), workload, False) == [
+        f"{PATH} records {recorded}, {name} gives {given}"
+    ]
+
+
+def test_switched_off_only_the_roles_own_file_is_removed():
+    assert dataloader_reasons(found(), None, False) == [
+        f"hostcheck_dataloader_enabled is false: {PATH} (written by hostcheck loop --sweep "
+        "--write) is removed"
+    ]
+    assert dataloader_reasons(found(None), None, False) == []
+    assert dataloader_reasons(found(settings(kind="mine")), None, False) == []
+    assert dataloader_reasons(found({"malformed": "not JSON"}), None, False) == []
+    assert dataloader_reasons(None, WORKLOAD, True) == []  # not read: an older probe spec
+
+
+def test_the_sweep_command_line():
+    bin_ = "/opt/venvs/train/bin/hostcheck"
+    options = ["--profile", "default", "--config", "/etc/hostcheck/config.yaml"]
+    assert sweep_argv(bin_, options, PATH, WORKLOAD, 0.3) == [
+        *(bin_, "loop", "--sweep", "--write", PATH, *options),
+        *("--ranks", "1", "--sample", "sleep", "--sample-cost-us", "2000"),
+        *("--batch-size", "32", "--step-ms", "100", "--seconds", "0.3", "--max-workers", "4"),
+    ]
+    jpeg = {**WORKLOAD, "sample": "jpeg", "sample_cost_us": None, "dataset_path": "/data"}
+    argv = sweep_argv(bin_, [], PATH, jpeg, 2.0)
+    assert "--sample-cost-us" not in argv and argv[-2:] == ["--dataset-path", "/data"]
+    assert argv[argv.index("--seconds") + 1] == "2"
+
+
+def test_the_message_says_why_the_settings_file_is_measured_or_removed():
+    plan = {"install": [], "config": [], "timer": [], "dataloader": [f"{PATH} does not exist"]}
+    why = "this run measures the DataLoader settings file"
+    plan["run"] = run_reasons("changed", True, [], why)
+    assert plan_message(plan, True, "/v", "x") == (
+        f"dataloader: {PATH} does not exist | hostcheck runs: {why}"
+    )

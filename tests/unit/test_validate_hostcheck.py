@@ -15,11 +15,13 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
     SYSTEMD_ANALYZE,
     calendar_problem,
     check_config,
+    check_dataset_path,
     check_extra_args,
     check_paths,
     check_pip_packages_before,
     check_profiles,
     check_schedule,
+    check_seconds,
     check_wheel,
     config_problem,
     run,
@@ -40,6 +42,7 @@ PATHS = {
     "hostcheck_config_file": "/etc/hostcheck/config.yaml",
     "hostcheck_report_dir": "/var/lib/hostcheck",
     "hostcheck_textfile_dir": "/var/lib/node_exporter/textfile_collector",
+    "hostcheck_dataloader_path": "/etc/hostcheck/dataloader.json",
 }
 ANALYZE = next((p for p in SYSTEMD_ANALYZE if Path(p).is_file()), None)
 
@@ -164,6 +167,25 @@ def test_pip_packages_before():
             check_pip_packages_before(bad)
 
 
+def test_dataloader_seconds_may_be_fractions():
+    assert check_seconds(0.3) == 0.3 and check_seconds("2") == 2.0 and check_seconds(600) == 600
+    for bad in [0, -1, 601, "soon", True, None, [1]]:
+        with pytest.raises(Invalid) as caught:
+            check_seconds(bad)
+        assert str(caught.value).startswith(
+            "hostcheck_dataloader_seconds: a number of seconds above 0 and at most 600 (0.5 is "
+            "one), got "
+        )
+
+
+def test_dataloader_dataset_path():
+    check_dataset_path("")
+    check_dataset_path("/data/imagenet")
+    for bad in ["data", "/my data", "/", None, 5]:
+        with pytest.raises(Invalid, match=r"^hostcheck_dataloader_dataset_path: empty \(samples"):
+            check_dataset_path(bad)
+
+
 def test_wheel(tmp_path):
     wheel = tmp_path / "hostcheck-0.1.0-py3-none-any.whl"
     wheel.write_text("")
@@ -242,7 +264,14 @@ def test_numbers_keep_the_filter_message():
 def test_the_action_validates_once_and_gives_the_same_values_again(tmp_path):
     first, again = validate("hostcheck", {}, tmp_path)
     assert not first.get("failed"), first
-    assert first["values"]["numbers"] == {"hostcheck_timer_randomized_delay_sec": 120}
+    assert first["values"]["numbers"] == {
+        "hostcheck_timer_randomized_delay_sec": 120,
+        "hostcheck_dataloader_sample_cost_us": 2000,
+        "hostcheck_dataloader_batch_size": 32,
+        "hostcheck_dataloader_step_ms": 100,
+        "hostcheck_dataloader_ranks_per_node": 0,
+        "hostcheck_dataloader_max_workers": 0,
+    }
     # this machine's OS packages for the venv (Debian or EL)
     assert "__hostcheck_os_packages" in first["values"]["os_vars"]
     assert again["values"] == first["values"]
@@ -277,6 +306,27 @@ def test_the_action_fails_on_the_first_bad_variable(tmp_path):
     # what the plan rests on: meta/argument_specs.yml's choices, checked first
     (failed,) = validate("hostcheck", {"hostcheck_measure": "sometimes"}, tmp_path)
     assert "hostcheck_measure must be one of: changed, always" in failed["msg"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"hostcheck_dataloader_sample": "png"}, "hostcheck_dataloader_sample must be one of"),
+        ({"hostcheck_dataloader_enabled": "maybe"}, "hostcheck_dataloader_enabled"),
+        ({"hostcheck_dataloader_batch_size": 0}, "hostcheck_dataloader_batch_size: a whole"),
+        ({"hostcheck_dataloader_step_ms": -5}, "hostcheck_dataloader_step_ms: a whole"),
+        ({"hostcheck_dataloader_ranks_per_node": 2000}, "hostcheck_dataloader_ranks_per_node: "),
+        ({"hostcheck_dataloader_max_workers": "all"}, "hostcheck_dataloader_max_workers"),
+        ({"hostcheck_dataloader_sample_cost_us": 0}, "hostcheck_dataloader_sample_cost_us: "),
+        ({"hostcheck_dataloader_seconds": "soon"}, "hostcheck_dataloader_seconds: a number"),
+        ({"hostcheck_dataloader_path": "dataloader.json"}, "hostcheck_dataloader_path: an abs"),
+        ({"hostcheck_dataloader_dataset_path": "data"}, "hostcheck_dataloader_dataset_path: "),
+    ],
+)
+def test_the_action_refuses_bad_dataloader_variables(tmp_path, variables, message):
+    """Also when the settings file is not wanted: a bad value is a mistake either way."""
+    (failed,) = validate("hostcheck", variables, tmp_path)
+    assert failed.get("failed") and message in failed["msg"], failed
 
 
 @pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")

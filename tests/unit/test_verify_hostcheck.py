@@ -1,19 +1,26 @@
 """The hostcheck role's verify action on plain data (what hostcheck_probe reads): the
-installation, config file and latest report; the timer's units and state; the verdict of a
-hostcheck run made now. The messages are those the integration tests and operators look for."""
+installation, config file and latest report; the timer's units and state; the DataLoader
+settings file; the verdict of a hostcheck run made now. The messages are those the integration
+tests and operators look for."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    dataloader_workload,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_verify import (
+    dataloader_verified,
     installation_verified,
     run_verified,
     timer_verified,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import systemd_quote
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+
+from tests.unit.role_dataloader import HOST, PATH, VARIABLES, found, settings
 
 VENV = "/opt/venvs/train"
 CONFIG = {"checks": {"shm": {"min_size": "32MiB"}}}
@@ -168,3 +175,45 @@ def test_the_verdict_of_a_run_now():
         done = {"rc": 2, "stdout": "", "stderr_lines": ["a", "b", "hostcheck: error: bad"]}
         run_verified(done, "fail", "n1")
     assert str(caught.value) == "hostcheck run exits 2 on n1: ['a', 'b', 'hostcheck: error: bad']"
+
+
+WORKLOAD = dataloader_workload(VARIABLES, HOST)
+
+
+def test_settings_measured_for_this_host_and_workload_hold():
+    assert dataloader_verified(found(), WORKLOAD) == (
+        [
+            f"{PATH}: DataLoader(num_workers=3, pin_memory=False, prefetch_factor=2, "
+            "persistent_workers=True) with a prefetcher, measured at 2026-01-02T03:04:05Z for "
+            "this workload"
+        ],
+        [],
+    )
+
+
+@pytest.mark.parametrize(
+    ("read", "named"),
+    [
+        (found(None), f"{PATH} does not exist"),
+        (found(hostname="node9"), f"{PATH} is stale: measured on node1 with 8 CPUs, this "),
+        (found(settings(workload={"batch_size": 64})), f"{PATH} records batch_size 64, "),
+        (found({"malformed": "not JSON: x"}), f"{PATH} is malformed: not JSON: x"),
+    ],
+)
+def test_a_missing_stale_or_other_workloads_file_fails_verification(read, named):
+    held, problems = dataloader_verified(read, WORKLOAD)
+    assert held == [] and len(problems) == 1
+    assert problems[0].startswith(f"hostcheck_dataloader_enabled: {named}")
+
+
+def test_switched_off_a_file_of_the_roles_fails_and_none_holds():
+    assert dataloader_verified(found(), None) == (
+        [],
+        [
+            f"hostcheck_dataloader_enabled is false but {PATH} (written by hostcheck loop "
+            "--sweep --write) is still there"
+        ],
+    )
+    assert dataloader_verified(found(None), None) == ([], [])
+    assert dataloader_verified(found(settings(kind="mine")), None) == ([], [])
+    assert dataloader_verified(None, WORKLOAD) == ([], [])

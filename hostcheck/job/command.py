@@ -1,0 +1,181 @@
+"""`hostcheck job -- COMMAND ...`: run a training job unchanged and say whether it waits for
+data, with the settings each DataLoader used and how they compare with this host's
+measured setting (hostcheck.dataloader).
+
+Exit status: the job's own when it did not succeed (127: command not found, 126: cannot
+run, 128+N: ended by signal N); when it succeeded, hostcheck's: 0 nothing failed, 1 a
+check failed (data-wait above the threshold, no DataLoader iterated); 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def add_parser(commands: argparse._SubParsersAction, profile_options, report_option, fail_on):
+    job = commands.add_parser(
+        "job",
+        help="run a training command unchanged and measure its DataLoaders' data-wait",
+        description="Run COMMAND (e.g. python train.py, torchrun ...) unchanged, with a probe "
+        "in each of its Python processes, and report for every DataLoader it iterates: "
+        "data-wait as a share of step time, samples/s, the settings it used, worker CPU, "
+        "peak /dev/shm, and how they compare with this host's measured DataLoader setting. "
+        "Exit status: the job's when it failed, else 0, or 1 when a check failed.",
+        usage="hostcheck job [options] -- COMMAND [ARG ...]",
+    )
+    profile_options(job)
+    job.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="this host's DataLoader settings file (default: $HOSTCHECK_DATALOADER, "
+        "else /etc/hostcheck/dataloader.json when it exists)",
+    )
+    job.add_argument(
+        "--ranks-per-node",
+        type=int,
+        metavar="N",
+        help="ranks per node the recommendation is scaled to (default: the job's "
+        "LOCAL_WORLD_SIZE, else 1)",
+    )
+    report_option(job, "json:PATH, junit:PATH or prom:PATH")
+    fail_on(job, "status")
+    job.add_argument("-v", "--verbose", action="store_true", help="show every finding")
+    job.add_argument("job_command", nargs=argparse.REMAINDER, metavar="-- COMMAND")
+    return job
+
+
+def _recommended(path: str | None, ranks: int | None, usage_error):
+    """This host's setting for one rank, or None when there is no settings file."""
+    from hostcheck import dataloader
+    from hostcheck.job.assess import Recommended
+
+    try:
+        found = dataloader.load(path)
+    except dataloader.SettingsFileError as exc:
+        raise usage_error(str(exc)) from None
+    if found is None:
+        return None
+    return found, lambda r: Recommended(
+        found.path, found.kwargs_for(r), found.host.device.startswith("cuda")
+    )
+
+
+def _job_table(section: dict):
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        title="DataLoaders the job iterated",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    ranked = any(entry["rank"] is not None for entry in section["ranks"])
+    names = (["rank"] if ranked else []) + ["loader", "w", "pin", "pf", "pers", "bs"]
+    names += ["batches", "samp/s", "wait", "start", "wcpu"]
+    for name in names:
+        table.add_column(
+            name,
+            justify="left" if name in ("loader", "pin", "pers") else "right",
+            no_wrap=name != "loader",
+            min_width=10 if name == "loader" else None,
+            overflow="fold",
+        )
+    for entry in section["ranks"]:
+        for lo in entry["loaders"]:
+            settings = lo["settings"]
+            fraction = lo["data_wait_fraction"]
+            cells = [str(entry["rank"]) if entry["rank"] is not None else "-"] if ranked else []
+            cells += [
+                lo["created_at"],
+                str(settings["num_workers"]),
+                "on" if settings["pin_memory"] else "off",
+                "-" if settings["prefetch_factor"] is None else str(settings["prefetch_factor"]),
+                "on" if settings["persistent_workers"] else "off",
+                "-" if settings["batch_size"] is None else str(settings["batch_size"]),
+                str(lo["batches"]),
+                "-" if lo["samples_per_s"] is None else f"{lo['samples_per_s']:.0f}",
+                "-" if fraction is None else f"{fraction:.1%}",
+                f"{lo['startup_s']:.2f}",
+                f"{lo['worker_cpu_cores']:.1f}",
+            ]
+            table.add_row(*cells)
+    table.caption = (
+        "w: num_workers; pf: prefetch_factor; pers: persistent_workers; bs: batch_size; "
+        "samp/s: samples/s; wait: time blocked in the iterator's next over step time; start: "
+        "seconds waiting for each epoch's first batch; wcpu: cores the workers kept busy"
+    )
+    table.caption_justify = "left"
+    return table
+
+
+def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> int:
+    from rich.console import Console
+    from rich.text import Text
+
+    from hostcheck import units
+    from hostcheck.checks.base import RunOptions
+    from hostcheck.job import assess, runner
+    from hostcheck.model import Status
+    from hostcheck.report.document import build_document
+    from hostcheck.report.table import render_table
+    from hostcheck.runner import outcome_of
+    from hostcheck.system import System
+
+    command = list(args.job_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise usage_error("job: no command given (hostcheck job [options] -- COMMAND ...)")
+    if args.ranks_per_node is not None and args.ranks_per_node < 1:
+        raise usage_error("--ranks-per-node must be 1 or more")
+    targets = check_targets(args.report)
+    profile = load_profile(args)
+    max_wait = profile.section("loop")["max_data_wait"]
+    found = _recommended(args.settings, args.ranks_per_node, usage_error)
+    to_stdout = any(path == "-" for _, path in targets)
+    console = Console(stderr=to_stdout, highlight=False)
+    began = time.time()
+    job = runner.run(command)
+    ranks = args.ranks_per_node or _local_world_size(job) or 1
+    recommended = found[1](ranks) if found else None
+    results = assess.checks(job, max_wait, recommended)
+    fail_on = Status(args.fail_on)
+    outcome = outcome_of(results, began, profile, RunOptions())
+    verdict_code = outcome.exit_code(fail_on)
+    exit_code = job.exit_status if job.exit_status else verdict_code
+    system = System()
+    document = build_document(outcome, exit_code, system.read("/etc/os-release"))
+    document["job"] = assess.job_section(job, recommended)
+    console.print(_job_table(document["job"]))
+    render_table(document, console, verbose=args.verbose)
+    if recommended is None:
+        console.print(
+            Text(
+                "no DataLoader settings file for this host: hostcheck loop --sweep --write "
+                "measures one (role variable hostcheck_dataloader_enabled)"
+            )
+        )
+    if job.shm_peak_bytes is not None:
+        console.print(
+            Text(f"/dev/shm peak during the job: {units.format_size(job.shm_peak_bytes)}")
+        )
+    if job.exit_status:
+        console.print(Text(f"exit status {job.exit_status}: the job's own"))
+    from hostcheck.report.writers import write_report
+
+    for kind, path in targets:
+        try:
+            write_report(kind, path, document, fail_on_warn=fail_on == Status.WARN)
+        except OSError as exc:
+            print(f"hostcheck: error: --report {kind}:{path}: {exc.strerror}", file=sys.stderr)
+            return 2
+    return exit_code
+
+
+def _local_world_size(job) -> int | None:
+    sizes = [p.get("local_world_size") for p in job.processes if p.get("local_world_size")]
+    return sizes[0] if sizes else None

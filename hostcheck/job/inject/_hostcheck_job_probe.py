@@ -1,0 +1,340 @@
+"""The DataLoader probe `hostcheck job` puts into each process of a job (standard library
+only: the job's Python may not have hostcheck).
+
+When torch.utils.data.dataloader is imported, its iterator's `__next__` is wrapped: the
+time spent inside it is the data-wait, the time from one call to the next on the same
+iterator is the step. Each epoch's first batch is start-up, the others are steady. What a
+process measured goes to <HOSTCHECK_JOB_DIR>/proc-<pid>.json (written whole, then renamed),
+at most once a second while batches flow, at the end of each epoch, when the iterator
+raises, and at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import time
+
+MODULE = "torch.utils.data.dataloader"
+FLUSH_EVERY_S = 1.0
+
+_state: dict = {"folder": None, "loaders": [], "last_flush": 0.0, "started": time.time()}
+
+
+class _Loader:
+    """What one DataLoader did, over all its iterations."""
+
+    __slots__ = (
+        "batches",
+        "created_at",
+        "data_wait_s",
+        "failure",
+        "first_iter_at",
+        "first_pending",
+        "index",
+        "iterations",
+        "last_batch_at",
+        "open_samples",
+        "open_start",
+        "open_wait",
+        "pin_effective",
+        "pinned_batches",
+        "samples",
+        "settings",
+        "startup_s",
+        "steady_batches",
+        "steady_samples",
+        "step_s",
+        "worker_cpu_s",
+        "worker_pids",
+    )
+
+    def __init__(self, index: int, created_at: str, settings: dict) -> None:
+        self.index = index
+        self.created_at = created_at
+        self.settings = settings
+        self.pin_effective = None
+        self.iterations = 0
+        self.batches = 0
+        self.samples = 0
+        self.steady_batches = 0
+        self.steady_samples = 0
+        self.data_wait_s = 0.0
+        self.step_s = 0.0
+        self.startup_s = 0.0
+        self.first_iter_at = None
+        self.last_batch_at = None
+        self.worker_pids: list = []
+        self.worker_cpu_s: dict = {}
+        self.failure = None
+        self.pinned_batches = None
+        self.first_pending = False
+        self.open_start = None  # the steady batch whose step is still running
+        self.open_wait = 0.0
+        self.open_samples = 0
+
+    def begin_iteration(self) -> None:
+        self.iterations += 1
+        self.first_pending = True
+        self.open_start = None
+        if self.first_iter_at is None:
+            self.first_iter_at = time.time()
+
+    def close_open(self, now: float) -> None:
+        """The previous steady batch's step ended when the next call began."""
+        if self.open_start is not None:
+            self.steady_batches += 1
+            self.steady_samples += self.open_samples
+            self.data_wait_s += self.open_wait
+            self.step_s += now - self.open_start
+            self.open_start = None
+
+    def to_dict(self) -> dict:
+        return {
+            "index": self.index,
+            "created_at": self.created_at,
+            "settings": self.settings,
+            "pin_effective": self.pin_effective,
+            "iterations": self.iterations,
+            "batches": self.batches,
+            "samples": self.samples,
+            "steady_batches": self.steady_batches,
+            "steady_samples": self.steady_samples,
+            "data_wait_s": self.data_wait_s,
+            "step_s": self.step_s,
+            "startup_s": self.startup_s,
+            "first_iter_at": self.first_iter_at,
+            "last_batch_at": self.last_batch_at,
+            "worker_pids": self.worker_pids,
+            "worker_cpu_s": self.worker_cpu_s,
+            "failure": self.failure,
+            "pinned_batches": self.pinned_batches,
+        }
+
+
+def _env_int(name: str):
+    value = os.environ.get(name)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def flush() -> None:
+    folder = _state["folder"]
+    if folder is None or not _state["loaders"]:
+        return
+    _state["last_flush"] = time.perf_counter()
+    document = {
+        "pid": os.getpid(),
+        "argv": list(sys.argv),
+        "rank": _env_int("RANK"),
+        "local_rank": _env_int("LOCAL_RANK"),
+        "world_size": _env_int("WORLD_SIZE"),
+        "local_world_size": _env_int("LOCAL_WORLD_SIZE"),
+        "started": _state["started"],
+        "updated": time.time(),
+        "loaders": [loader.to_dict() for loader in _state["loaders"]],
+    }
+    final = os.path.join(folder, f"proc-{os.getpid()}.json")
+    partial = final + ".partial"
+    try:
+        with open(partial, "w") as stream:
+            json.dump(document, stream)
+        os.replace(partial, final)
+    except OSError:
+        pass  # the job goes on; the report says what is missing
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error's first line, and its last when it carries a worker's traceback (the
+    worker's own error is there)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = type(exc).__name__ + (f": {lines[0]}" if lines else "")
+    if len(lines) > 1:
+        text += f" ... {lines[-1]}"
+    return text
+
+
+def _caller_site() -> str:
+    """file:line of the first frame outside torch and this probe."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if f"{os.sep}torch{os.sep}" not in name and not name.endswith("_hostcheck_job_probe.py"):
+            return f"{os.path.basename(name)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+def _batch_length(batch, default):
+    """Samples in a batch: the first dimension of its first tensor (lists, tuples and dicts
+    are looked into)."""
+    for _ in range(4):
+        shape = getattr(batch, "shape", None)
+        if shape is not None:
+            return int(shape[0]) if len(shape) else default
+        if isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        elif isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        else:
+            break
+    return default
+
+
+def _first_tensor(batch):
+    for _ in range(4):
+        if hasattr(batch, "is_pinned"):
+            return batch
+        if isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        elif isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        else:
+            return None
+    return None
+
+
+def _cpu_seconds(pid: int):
+    """User plus system CPU seconds of a process, from /proc (None when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            fields = stream.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except Exception:  # gone, or the interpreter is shutting down
+        return None
+
+
+def _worker_deaths(iterator) -> str:
+    """' (worker pid N killed by SIGBUS)' for workers a signal ended: PyTorch's message
+    does not always say which signal."""
+    import signal
+
+    deaths = []
+    for worker in getattr(iterator, "_workers", ()):
+        code = getattr(worker, "exitcode", None)
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            deaths.append(f"worker pid {worker.pid} killed by {name}")
+    return f" ({'; '.join(deaths)})" if deaths else ""
+
+
+def _patch(module) -> None:
+    data_loader = module.DataLoader
+    base = module._BaseDataLoaderIter
+    multi = module._MultiProcessingDataLoaderIter
+    original_init = data_loader.__init__
+    original_iter = data_loader.__iter__
+    original_next = base.__next__
+    original_shutdown = multi._shutdown_workers
+
+    def _shutdown_workers(self):
+        """The workers' CPU time, read while they still exist."""
+        loader = self.__dict__.get("_hostcheck_probe")
+        if loader is not None and not getattr(self, "_shutdown", True) and not sys.is_finalizing():
+            for worker in getattr(self, "_workers", ()):
+                seconds = _cpu_seconds(worker.pid) if worker.pid else None
+                if seconds is not None:
+                    loader.worker_cpu_s[str(worker.pid)] = seconds
+                    if worker.pid not in loader.worker_pids:
+                        loader.worker_pids.append(worker.pid)
+        return original_shutdown(self)
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        settings = {
+            "num_workers": self.num_workers,
+            "pin_memory": bool(self.pin_memory),
+            "prefetch_factor": self.prefetch_factor if self.num_workers else None,
+            "persistent_workers": bool(self.persistent_workers),
+            "batch_size": self.batch_size,
+        }
+        loader = _Loader(len(_state["loaders"]) + 1, _caller_site(), settings)
+        _state["loaders"].append(loader)
+        object.__setattr__(self, "_hostcheck_probe", loader)
+        flush()
+
+    def __iter__(self):
+        iterator = original_iter(self)
+        loader = self.__dict__.get("_hostcheck_probe")
+        if loader is not None:
+            loader.begin_iteration()
+            loader.pin_effective = bool(getattr(iterator, "_pin_memory", False))
+            iterator.__dict__["_hostcheck_probe"] = loader
+        return iterator
+
+    def __next__(self):
+        loader = self.__dict__.get("_hostcheck_probe")
+        if loader is None:
+            return original_next(self)
+        began = time.perf_counter()
+        loader.close_open(began)
+        try:
+            batch = original_next(self)
+        except StopIteration:
+            flush()
+            raise
+        except BaseException as exc:
+            loader.failure = _one_line(exc) + _worker_deaths(self)
+            flush()
+            raise
+        ended = time.perf_counter()
+        samples = _batch_length(batch, loader.settings["batch_size"] or 1)
+        loader.batches += 1
+        loader.samples += samples
+        loader.last_batch_at = time.time()
+        if loader.first_pending:
+            loader.first_pending = False
+            loader.startup_s += ended - began
+            workers = getattr(self, "_workers", None)
+            if workers:
+                pids = [w.pid for w in workers if w.pid]
+                loader.worker_pids = sorted(set(loader.worker_pids) | set(pids))
+            if loader.pinned_batches is None and loader.pin_effective:
+                tensor = _first_tensor(batch)
+                loader.pinned_batches = bool(tensor.is_pinned()) if tensor is not None else None
+        else:
+            loader.open_start = began
+            loader.open_wait = ended - began
+            loader.open_samples = samples
+        if ended - _state["last_flush"] > FLUSH_EVERY_S:
+            flush()
+        return batch
+
+    data_loader.__init__ = __init__
+    data_loader.__iter__ = __iter__
+    base.__next__ = __next__
+    multi._shutdown_workers = _shutdown_workers
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Patches torch.utils.data.dataloader right after it is executed."""
+
+    def find_spec(self, name, path, target=None):
+        if name != MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+def install(folder: str) -> None:
+    _state["folder"] = folder
+    sys.meta_path.insert(0, _Finder())
+    atexit.register(flush)
