@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 # The CPU build of torch that pip takes from this machine's disk; GPU nodes get theirs
 # from the training venv.
 TORCH_PIN ?= torch==2.13.0
+# torchvision for the ImageFolder job script (tests/jobs/): the release built for that torch
+TORCHVISION_PIN ?= torchvision==0.28.0
 STAMP := $(VENV)/.installed
 # pytest workers: test modules run side by side (the integration ones mostly wait on SSH and pip)
 JOBS ?= 3
@@ -33,6 +35,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
+	$(BIN)/pip install --quiet "$(TORCHVISION_PIN)"
 	$(BIN)/pip install --quiet -e ".[controller,dev,node]"
 	touch $@
 

@@ -248,6 +248,26 @@ def write_target_problem(path: str) -> str | None:
     return None
 
 
+def plain_loader_recommendation(
+    rows: list[dict], overall: dict, tolerance: float, can_pin: bool
+) -> dict | None:
+    """The recommendation among the rows without a prefetcher: training code gets DataLoader
+    arguments, and a DataLoader alone does not prefetch onto the device. Its `prefetcher` is
+    true when the sweep's overall choice used one and was faster by more than the tolerance
+    (a prefetcher in the training loop would gain that)."""
+    from hostcheck.loop import sweep as loop_sweep
+
+    plain = [loop_sweep.Row(**row) for row in rows if not row["prefetcher"]]
+    chosen = loop_sweep.recommend(plain, tolerance, can_pin)
+    if chosen is None:
+        return None
+    result = chosen.to_dict()
+    result["prefetcher"] = bool(overall["prefetcher"]) and (
+        overall["samples_per_s"] > (1 + tolerance) * chosen.samples_per_s
+    )
+    return result
+
+
 def write_settings(path: str, check: CheckResult, base: LoopSettings, system: Any) -> str:
     """Write the sweep's recommendation (in the loop check's data) as the DataLoader
     settings file hostcheck.dataloader reads; the line that says so. OSError when the
@@ -255,10 +275,14 @@ def write_settings(path: str, check: CheckResult, base: LoopSettings, system: An
     from hostcheck import dataloader
 
     sweep = check.data["sweep"]
-    recommendation = sweep["recommendation"]
-    if recommendation is None:
+    if sweep["recommendation"] is None:
         return f"settings: not written to {path}: no recommendation"
     device = check.data["result"]["device"]
+    recommendation = plain_loader_recommendation(
+        sweep["rows"], sweep["recommendation"], sweep["tolerance"], device.startswith("cuda")
+    )
+    if recommendation is None:
+        return f"settings: not written to {path}: no configuration without a prefetcher ran"
     workload = dataloader.Workload(
         sample=base.sample,
         sample_cost_us=None if base.sample == "jpeg" else round(base.sample_cost_s * 1e6, 3),
@@ -276,7 +300,10 @@ def write_settings(path: str, check: CheckResult, base: LoopSettings, system: An
     )
     found = dataloader.record(recommendation, workload, host, sweep["tolerance"], path=path)
     dataloader.write(path, found)
-    return f"settings: {path}"
+    kwargs = ", ".join(f"{k}={v}" for k, v in found.dataloader.kwargs().items())
+    return f"settings: {path}: DataLoader({kwargs})" + (
+        "; a prefetcher in the training loop would be faster still" if found.prefetcher else ""
+    )
 
 
 def _model(base: LoopSettings) -> dict | None:

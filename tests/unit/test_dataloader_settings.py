@@ -155,12 +155,49 @@ def test_a_real_sweep_writes_a_file_that_settings_reads_back(tmp_path, no_file, 
     assert written["measured"]["tolerance"] == 0.05
     assert 0 < written["measured"]["samples_per_s"] <= written["measured"]["best_samples_per_s"]
     assert written["measured_at"].endswith("Z")
-    assert f"recommendation: DataLoader(num_workers={loader['num_workers']}" in out
+    assert f"settings: {path}: DataLoader(num_workers={loader['num_workers']}," in out
     kwargs = {k: v for k, v in loader.items() if v is not None}
     if not loader["num_workers"]:
         kwargs.pop("persistent_workers")
     assert dataloader.settings(path=path, cuda=True) == kwargs
     assert dataloader.load(path).workload.max_workers == 1
+
+
+def sweep_row(workers: int, prefetcher: bool, samples_per_s: float) -> dict:
+    from hostcheck.loop.sweep import Row
+
+    return Row(
+        num_workers=workers,
+        pin_memory=True,
+        prefetcher=prefetcher,
+        prefetch_factor=2,
+        samples_per_s=samples_per_s,
+        data_wait_fraction=0.1,
+        step_s=0.01,
+        worker_cpu_cores=0.5,
+        shm_peak_bytes=0,
+        batch_bytes=1000,
+        startup_s={},
+    ).to_dict()
+
+
+def test_the_file_holds_the_best_setting_without_a_prefetcher():
+    """Training code gets DataLoader arguments, and a DataLoader alone does not prefetch: when
+    the sweep's best used the prefetcher with 0 workers (2 ranks on 2 cores, measured), the file
+    takes the best plain row (1 worker) and says a prefetcher would gain more."""
+    from hostcheck.loop.command import plain_loader_recommendation
+    from hostcheck.loop.sweep import Row, recommend
+
+    rows = [sweep_row(0, False, 128), sweep_row(0, True, 250), sweep_row(1, False, 191)]
+    rows += [sweep_row(1, True, 252)]
+    overall = recommend([Row(**r) for r in rows], 0.05, False).to_dict()
+    assert (overall["num_workers"], overall["prefetcher"]) == (0, True)
+    plain = plain_loader_recommendation(rows, overall, 0.05, False)
+    assert (plain["num_workers"], plain["samples_per_s"], plain["prefetcher"]) == (1, 191, True)
+    # the prefetcher within 5 % of the plain best: not said
+    rows[1], rows[3] = sweep_row(0, True, 195), sweep_row(1, True, 196)
+    overall = recommend([Row(**r) for r in rows], 0.05, False).to_dict()
+    assert plain_loader_recommendation(rows, overall, 0.05, False)["prefetcher"] is False
 
 
 def test_ranks_sets_the_recorded_ranks_and_the_default_max_workers(tmp_path, capsys):
