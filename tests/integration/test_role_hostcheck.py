@@ -454,12 +454,14 @@ def test_the_dataloader_settings_file_is_measured_kept_measured_again_and_remove
         "dataset_path": None,
         "max_workers": 1,
     }
-    names = fleet.ssh(host, "uname -n; nproc").stdout.split()
+    names = fleet.ssh(host, "uname -n; getconf _NPROCESSORS_ONLN").stdout.split()
     assert [written["host"]["hostname"], str(written["host"]["cpus"])] == names
     loader = written["dataloader"]
     assert loader["num_workers"] in (0, 1) and loader["pin_memory"] in (True, False)
     shown = first.task_results(SHOW_SETTINGS)[host.name]["msg"]
-    assert shown.startswith(f"{DATALOADER}: recommendation: DataLoader(num_workers=")
+    assert shown.startswith(
+        f"settings: {DATALOADER}: DataLoader(num_workers={loader['num_workers']}, "
+    )
     # the hostcheck run after it reports the file
     check = checks_of(read_json(fleet, host, REPORT))["dataloader"]
     assert check["status"] == "pass" and check["data"]["state"] == "ok", check

@@ -237,21 +237,27 @@ def test_imagefolder_with_the_authors_settings(tmp_path, image_tree):
 def test_imagefolder_with_hostcheck_settings(tmp_path, image_tree):
     """--hostcheck-settings: the DataLoader takes hostcheck.dataloader.settings() from the
     file $HOSTCHECK_DATALOADER names (one worker here, persistent), and hostcheck job reads
-    the same file for its comparison. One worker next to a one-thread training process
-    keeps each on its own core; the sample's cost is measured through a one-worker loader,
-    so it includes handing each 19 MB batch over through shared memory."""
+    the same file for its comparison: the settings used are the file's, so no finding says
+    they differ. The data-wait is not held to the arithmetic here: one worker and the
+    training process share this machine's two cores with the rest of the test suite, and
+    how much each gets is the suite's doing (its gain is benchmarks/job_settings_gain.py's
+    figure); the author's run above holds the ImageFolder script to the arithmetic."""
     path = settings_file(tmp_path / "dataloader.json", workers=1, ranks=1)
     env = imagefolder_environment({dataloader.ENV_VAR: str(path)})
     kwargs = dataloader.settings(1, path=path)
     assert kwargs["num_workers"] == 1
-    run = imagefolder_run(tmp_path, image_tree, 1, ["--hostcheck-settings"], env)
-    settings = expected_settings(kwargs, IMAGE_BATCH)
-
-    def check_settings(document):
-        check_imagefolder(document, settings, image_tree)
-        assert document["job"]["recommendation"] is not None
-
-    measured_until_close(run, check_settings)
+    report = tmp_path / "imagefolder-settings.json"
+    command = imagefolder_command(image_tree, "--hostcheck-settings")
+    document, _, stderr = run_job(command, report, env)
+    job = document["job"]
+    assert (job["outcome"], job["exit_status"]) == ("completed", 0), stderr
+    check_imagefolder(document, expected_settings(kwargs, IMAGE_BATCH), image_tree)
+    assert job["recommendation"] == {"path": str(path), "dataloader": kwargs}
+    (loader_check,) = [c for c in document["checks"] if c["id"] != "job"]
+    compared = {"num_workers", "prefetch_factor", "persistent_workers", "pin_memory"}
+    assert not [f["name"] for f in loader_check["findings"] if f["name"] in compared]
+    (_, loader) = loaders_of(document)[0]
+    assert loader["worker_cpu_cores"] > 0.2  # the worker decoded the JPEGs
 
 
 def test_cpu_torchvision_empties_the_registrations_only_without_ops():
