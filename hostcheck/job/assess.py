@@ -126,7 +126,7 @@ def ending_check(run: JobRun) -> CheckResult:
     """How the job ended, /dev/shm, and what was left behind."""
     findings = []
     command = shown_command(run.command)
-    if run.outcome in ("not found", "not executable") or run.outcome.startswith("not exec"):
+    if not run.started:
         findings.append(
             Finding(
                 "command",
@@ -322,7 +322,7 @@ def loader_check(
 
 def checks(run: JobRun, max_wait: float, recommended: Recommended | None) -> list[CheckResult]:
     results = [ending_check(run)]
-    if run.outcome in ("not found",) or run.outcome.startswith("not exec"):
+    if not run.started:
         return results
     entries = rank_entries(run)
     iterated = [(e, lo) for e in entries for lo in e["loaders"] if lo["iterations"]]

@@ -46,20 +46,14 @@ def add_parser(commands: argparse._SubParsersAction, profile_options, report_opt
     return job
 
 
-def _recommended(path: str | None, ranks: int | None, usage_error):
-    """This host's setting for one rank, or None when there is no settings file."""
+def _settings_file(path: str | None, usage_error):
+    """This host's settings file, None when there is none; a bad one is a usage error."""
     from hostcheck import dataloader
-    from hostcheck.job.assess import Recommended
 
     try:
-        found = dataloader.load(path)
+        return dataloader.load(path)
     except dataloader.SettingsFileError as exc:
         raise usage_error(str(exc)) from None
-    if found is None:
-        return None
-    return found, lambda r: Recommended(
-        found.path, found.kwargs_for(r), found.host.device.startswith("cuda")
-    )
 
 
 def _job_table(section: dict):
@@ -135,13 +129,16 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
     targets = check_targets(args.report)
     profile = load_profile(args)
     max_wait = profile.section("loop")["max_data_wait"]
-    found = _recommended(args.settings, args.ranks_per_node, usage_error)
+    found = _settings_file(args.settings, usage_error)
     to_stdout = any(path == "-" for _, path in targets)
     console = Console(stderr=to_stdout, highlight=False)
     began = time.time()
     job = runner.run(command)
     ranks = args.ranks_per_node or _local_world_size(job) or 1
-    recommended = found[1](ranks) if found else None
+    recommended = None
+    if found is not None:
+        cuda = found.host.device.startswith("cuda")
+        recommended = assess.Recommended(found.path, found.kwargs_for(ranks), cuda)
     results = assess.checks(job, max_wait, recommended)
     fail_on = Status(args.fail_on)
     outcome = outcome_of(results, began, profile, RunOptions())

@@ -45,6 +45,16 @@ class JobRun:
     left_behind: list[int] = field(default_factory=list)  # pids stopped after the job ended
     unreadable: list[str] = field(default_factory=list)  # probe files that could not be read
 
+    @classmethod
+    def not_started(cls, command: list[str], outcome: str) -> JobRun:
+        """A command that could not be started: 127 when not found, else 126, as shells do."""
+        status = 127 if outcome == "not found" else 126
+        return cls(list(command), outcome, status, None, 0.0, [], {}, None, None, None)
+
+    @property
+    def started(self) -> bool:
+        return not self.outcome.startswith("not ")
+
 
 def _become_subreaper() -> bool:
     try:
@@ -185,18 +195,7 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
     began = time.monotonic()
     executable, problem = _resolve(command)
     if executable is None:
-        return JobRun(
-            command,
-            problem or "not found",
-            127 if problem == "not found" else 126,
-            None,
-            0.0,
-            [],
-            {},
-            None,
-            None,
-            None,
-        )
+        return JobRun.not_started(command, problem or "not found")
     folder = tempfile.mkdtemp(prefix="hostcheck-job-")
     _become_subreaper()
     received: list[tuple[int, float]] = []
@@ -204,18 +203,7 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
         try:
             child = subprocess.Popen([executable, *command[1:]], env=_environment(folder))
         except OSError as exc:
-            return JobRun(
-                command,
-                f"not executable: {exc.strerror}",
-                126,
-                None,
-                0.0,
-                [],
-                {},
-                None,
-                None,
-                None,
-            )
+            return JobRun.not_started(command, f"not executable: {exc.strerror}")
         watcher = _Watcher(psutil.Process(child.pid), folder)
         watcher.start()
         previous = {}

@@ -171,25 +171,11 @@ def _caller_site() -> str:
     return "?"
 
 
-def _batch_length(batch, default):
-    """Samples in a batch: the first dimension of its first tensor (lists, tuples and dicts
-    are looked into)."""
-    for _ in range(4):
-        shape = getattr(batch, "shape", None)
-        if shape is not None:
-            return int(shape[0]) if len(shape) else default
-        if isinstance(batch, (list, tuple)) and batch:
-            batch = batch[0]
-        elif isinstance(batch, dict) and batch:
-            batch = next(iter(batch.values()))
-        else:
-            break
-    return default
-
-
 def _first_tensor(batch):
+    """The batch's first tensor (anything with a shape), looking into lists, tuples and
+    dicts; None when there is none."""
     for _ in range(4):
-        if hasattr(batch, "is_pinned"):
+        if getattr(batch, "shape", None) is not None:
             return batch
         if isinstance(batch, (list, tuple)) and batch:
             batch = batch[0]
@@ -198,6 +184,12 @@ def _first_tensor(batch):
         else:
             return None
     return None
+
+
+def _batch_length(batch, default):
+    """Samples in a batch: the first dimension of its first tensor."""
+    tensor = _first_tensor(batch)
+    return int(tensor.shape[0]) if tensor is not None and len(tensor.shape) else default
 
 
 def _cpu_seconds(pid: int):
@@ -300,7 +292,8 @@ def _patch(module) -> None:
                 loader.worker_pids = sorted(set(loader.worker_pids) | set(pids))
             if loader.pinned_batches is None and loader.pin_effective:
                 tensor = _first_tensor(batch)
-                loader.pinned_batches = bool(tensor.is_pinned()) if tensor is not None else None
+                pinned = getattr(tensor, "is_pinned", None)
+                loader.pinned_batches = bool(pinned()) if pinned is not None else None
         else:
             loader.open_start = began
             loader.open_wait = ended - began
