@@ -1,4 +1,4 @@
-"""`hostcheck run | loop | fleet | list | explain`: the command line."""
+"""`hostcheck run | loop | fleet | healthcheck | job | list | explain`: the command line."""
 
 from __future__ import annotations
 
@@ -70,6 +70,20 @@ def _fail_on_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _host_options(parser: argparse.ArgumentParser) -> None:
+    """What a run checks beyond thresholds (RunOptions and the DataLoader shape)."""
+    parser.add_argument("--user", metavar="NAME", help="also check what a fresh login of NAME gets")
+    parser.add_argument("--dataset-path", metavar="PATH", help="check the storage holding PATH")
+    parser.add_argument(
+        "--require-gpu", action="store_true", help="fail instead of skip when no GPU is usable"
+    )
+    loader = parser.add_argument_group("DataLoader shape (for the /dev/shm it needs)")
+    loader.add_argument("--workers", type=int, metavar="N", help="num_workers per rank")
+    loader.add_argument("--prefetch-factor", type=int, metavar="N", help="prefetch_factor")
+    loader.add_argument("--batch-bytes", metavar="SIZE", help="bytes of one batch, e.g. 150MiB")
+    loader.add_argument("--ranks", type=int, metavar="N", help="training processes on the host")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hostcheck",
@@ -81,16 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="check this host and print a verdict")
     _profile_options(run)
-    run.add_argument("--user", metavar="NAME", help="also check what a fresh login of NAME gets")
-    run.add_argument("--dataset-path", metavar="PATH", help="check the storage holding PATH")
-    run.add_argument(
-        "--require-gpu", action="store_true", help="fail instead of skip when no GPU is usable"
-    )
-    loader = run.add_argument_group("DataLoader shape (for the /dev/shm it needs)")
-    loader.add_argument("--workers", type=int, metavar="N", help="num_workers per rank")
-    loader.add_argument("--prefetch-factor", type=int, metavar="N", help="prefetch_factor")
-    loader.add_argument("--batch-bytes", metavar="SIZE", help="bytes of one batch, e.g. 150MiB")
-    loader.add_argument("--ranks", type=int, metavar="N", help="training processes on the host")
+    _host_options(run)
     run.add_argument(
         "--check",
         action="append",
@@ -111,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     _loop_parser(commands)
 
     _fleet_parser(commands)
+
+    from hostcheck.health import command as health_command
+
+    health_command.add_parser(commands, _profile_options, _host_options)
 
     from hostcheck.job import command as job_command
 
@@ -546,6 +555,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    from hostcheck.health import command as health_command
+
+    return health_command.run(args, _load(args, _loader_assignments(args)), UsageError)
+
+
 def cmd_job(args: argparse.Namespace) -> int:
     from hostcheck.job import command as job_command
 
@@ -557,6 +572,7 @@ COMMANDS = {
     "job": cmd_job,
     "loop": cmd_loop,
     "fleet": cmd_fleet,
+    "healthcheck": cmd_healthcheck,
     "list": cmd_list,
     "explain": cmd_explain,
 }

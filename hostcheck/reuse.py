@@ -138,7 +138,8 @@ def read_earlier(path: str) -> tuple[dict | None, str]:
     return document, ""
 
 
-def _kept_result(check: dict, measured_at: str) -> CheckResult:
+def kept_result(check: dict, measured_at: str) -> CheckResult:
+    """An earlier report's result of a measuring check, saying when it was measured."""
     result = CheckResult.from_dict(check)
     result.data["measured_at"] = measured_at
     note = f"(measured {measured_at}, nothing it depends on changed since)"
@@ -146,6 +147,59 @@ def _kept_result(check: dict, measured_at: str) -> CheckResult:
         result.summary = f"{result.summary} {note}".strip()
     result.duration_s = 0.0
     return result
+
+
+def light_run(
+    profile: Profile,
+    options: RunOptions,
+    system: System,
+    os_release_text: str | None,
+    only: list[str] | None = None,
+    checks: Mapping[str, CheckSpec] | None = None,
+) -> tuple[RunOutcome, dict]:
+    """The run with every measurement left out, and the basis it gives (what the
+    measurements depend on)."""
+    from hostcheck.report.document import build_document
+
+    light = run_checks(settings_profile(profile), options, system, only=only, checks=checks)
+    document = build_document(light, light.exit_code(), os_release_text)
+    try:
+        return light, basis_of(light, system, document)
+    except Unusable as exc:  # our own document: a bug, not the host's fault
+        raise RuntimeError(f"measurement basis: {exc}") from exc
+
+
+def measuring_ids(light: RunOutcome, profile: Profile, only: list[str] | None = None) -> list[str]:
+    """The measuring checks this profile runs."""
+    return [
+        r.id
+        for r in light.results
+        if r.id in MEASURING and profile.enabled(r.id) and (only is None or r.id in only)
+    ]
+
+
+def standing_measurements(
+    earlier_path: str, basis: dict, profile: Profile
+) -> tuple[dict[str, dict], str]:
+    """The earlier report's checks by id while its measurements still stand for this basis
+    (nothing they depend on changed), else {} and why they do not."""
+    earlier, why = read_earlier(earlier_path)
+    if earlier is None:
+        return {}, why
+    changed = differences(
+        earlier["measurement_basis"], basis, FleetSettings.from_profile(profile.values)
+    )
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        return {}, "; ".join(changed[:3]) + more
+    by_id = {}
+    for check in earlier["checks"]:
+        if isinstance(check, dict) and check.get("id") in MEASURING:
+            check = dict(check)
+            check.setdefault("data", {})
+            at = (check["data"] or {}).get("measured_at") or earlier.get("started_at", "")
+            by_id[check["id"]] = {**check, "data": {**check["data"], "measured_at": at}}
+    return by_id, ""
 
 
 def run_reusing(
@@ -157,47 +211,26 @@ def run_reusing(
     only: list[str] | None = None,
     checks: Mapping[str, CheckSpec] | None = None,
 ) -> tuple[RunOutcome, Reuse]:
-    from hostcheck.report.document import build_document
-
-    light = run_checks(settings_profile(profile), options, system, only=only, checks=checks)
-    document = build_document(light, light.exit_code(), os_release_text)
-    try:
-        basis = basis_of(light, system, document)
-    except Unusable as exc:  # our own document: a bug, not the host's fault
-        raise RuntimeError(f"measurement basis: {exc}") from exc
+    light, basis = light_run(profile, options, system, os_release_text, only, checks)
     reuse = Reuse(basis=basis)
-    measuring = [
-        r.id
-        for r in light.results
-        if r.id in MEASURING and profile.enabled(r.id) and (only is None or r.id in only)
-    ]
-    earlier, reuse.why = read_earlier(earlier_path)
+    measuring = measuring_ids(light, profile, only)
+    standing, reuse.why = standing_measurements(earlier_path, basis, profile)
     kept: dict[str, CheckResult] = {}
-    if earlier is not None:
-        changed = differences(
-            earlier["measurement_basis"], basis, FleetSettings.from_profile(profile.values)
+    if not reuse.why:  # the earlier measurements stand
+        failed = []
+        for check_id in measuring:
+            check = standing.get(check_id)
+            if check is None:
+                continue
+            if check.get("status") not in KEPT_STATUSES:
+                failed.append(check_id)
+                continue
+            at = check["data"]["measured_at"]
+            kept[check_id] = kept_result(check, at)
+            reuse.kept[check_id] = at
+        reuse.why = (
+            f"{', '.join(failed)} did not pass last time" if failed else "not in the earlier report"
         )
-        if changed:
-            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-            reuse.why = "; ".join(changed[:3]) + more
-        else:
-            by_id = {c.get("id"): c for c in earlier["checks"] if isinstance(c, dict)}
-            failed = []
-            for check_id in measuring:
-                check = by_id.get(check_id)
-                if check is None:
-                    continue
-                if check.get("status") not in KEPT_STATUSES:
-                    failed.append(check_id)
-                    continue
-                at = (check.get("data") or {}).get("measured_at") or earlier.get("started_at", "")
-                kept[check_id] = _kept_result(check, at)
-                reuse.kept[check_id] = at
-            reuse.why = (
-                f"{', '.join(failed)} did not pass last time"
-                if failed
-                else "not in the earlier report"
-            )
     reuse.measured = [c for c in measuring if c not in kept]
     results = {r.id: r for r in light.results}
     results.update(kept)

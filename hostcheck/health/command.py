@@ -1,0 +1,207 @@
+"""`hostcheck healthcheck`: the fast verdict, the streaks kept on the host, the action on
+Slurm, one line said, all inside a hard time budget."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+
+from hostcheck.health.verdict import UNKNOWN, Verdict
+
+DEFAULT_MEASUREMENTS = "/var/lib/hostcheck/report.json"
+DEFAULT_STATE_DIR = "/var/lib/hostcheck/healthcheck"
+DEFAULT_BUDGET_S = 30.0  # slurmd kills its HealthCheckProgram after 60 s
+EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_UNKNOWN = 0, 1, 2
+
+
+def add_parser(commands: argparse._SubParsersAction, profile_options, host_options) -> None:
+    health = commands.add_parser(
+        "healthcheck",
+        help="fast verdict for Slurm's HealthCheckProgram or node-problem-detector",
+        description="Check the settings now and take the slow measurements (loop, read test, "
+        "Pillow benchmark) from the last full report while the host state they were measured "
+        "on holds; a measured check drains only when it failed on --consecutive measurements "
+        "in a row. With --slurm, drain this node with a reason starting 'hostcheck:' when it "
+        "is unhealthy and resume it when healthy, only if hostcheck drained it. Prints one "
+        "line. Exit 0 healthy, 1 unhealthy, 2 unknown (a check could not assess, bad usage, "
+        "or the time budget ran out).",
+    )
+    profile_options(health)
+    host_options(health)
+    health.add_argument(
+        "--measurements",
+        default=DEFAULT_MEASUREMENTS,
+        metavar="REPORT",
+        help="the last full report, written with --reuse-measurements as the hostcheck role "
+        f"does (default: {DEFAULT_MEASUREMENTS})",
+    )
+    health.add_argument(
+        "--consecutive",
+        type=int,
+        default=2,
+        metavar="N",
+        help="measurements in a row a measured check must fail before it counts (default: 2); "
+        "settings that fail count at once",
+    )
+    health.add_argument(
+        "--state-dir",
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help=f"where the streaks and the last verdict are kept (default: {DEFAULT_STATE_DIR})",
+    )
+    health.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"hard limit of the whole run, scontrol included (default: {DEFAULT_BUDGET_S:.0f}; "
+        "slurmd kills the program at 60)",
+    )
+    health.add_argument(
+        "--slurm", action="store_true", help="drain or resume this node through scontrol"
+    )
+    health.add_argument(
+        "--node",
+        metavar="NAME",
+        help="Slurm node name (default: $SLURMD_NODENAME, which slurmd sets, else the short "
+        "hostname)",
+    )
+    health.add_argument(
+        "--scontrol", metavar="PATH", help="the scontrol to run (default: the one on PATH)"
+    )
+    health.add_argument(
+        "--dry-run", action="store_true", help="with --slurm: say what would be done, do nothing"
+    )
+    health.add_argument(
+        "--max-length",
+        type=int,
+        metavar="N",
+        help="cut the line to N characters (node-problem-detector keeps 80 by default)",
+    )
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _fit(line: str, limit: int | None) -> str:
+    if limit is None or len(line) <= limit:
+        return line
+    return line[: limit - 3] + "..."
+
+
+class Budget:
+    """The hard time limit: when it runs out, the run says so in its one line and exits 2,
+    wherever it is (a check stuck on a hung mount, a silent controller)."""
+
+    def __init__(self, seconds: float, prefix: str, limit: int | None) -> None:
+        self.seconds = seconds
+        self.started = time.monotonic()
+        self.prefix = prefix
+        self.limit = limit
+        self.doing = "starting"
+        self.state_dir: str | None = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Budget:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+    def left(self) -> float:
+        return self.seconds - (time.monotonic() - self.started) - 0.5
+
+    def _expire(self) -> None:
+        line = f"{self.prefix}unknown: the {self.seconds:g} s budget ran out while {self.doing}"
+        sys.stdout.write(_fit(line, self.limit) + "\n")
+        sys.stdout.flush()
+        os._exit(EXIT_UNKNOWN)
+
+
+def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
+    from hostcheck import reuse
+    from hostcheck.checks.base import RunOptions
+    from hostcheck.health import state
+    from hostcheck.health.verdict import decide
+    from hostcheck.system import System
+
+    if args.consecutive < 1:
+        raise usage_error("--consecutive must be 1 or more")
+    if not 0 < args.budget <= 3600:
+        raise usage_error("--budget must be more than 0 and at most 3600 seconds")
+    if args.max_length is not None and args.max_length < 20:
+        raise usage_error("--max-length must be 20 or more")
+    if args.dry_run and not args.slurm:
+        raise usage_error("--dry-run needs --slurm")
+    node = args.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    scontrol_program = args.scontrol or shutil.which("scontrol") or "/usr/bin/scontrol"
+    prefix = f"hostcheck healthcheck {node}: "
+    options = RunOptions(
+        user=args.user, dataset_path=args.dataset_path, require_gpu=args.require_gpu
+    )
+    system = System()
+    with Budget(args.budget, prefix, args.max_length) as budget:
+        try:
+            with state.locked(args.state_dir):
+                kept, state_note = state.load(args.state_dir)
+                budget.doing = "checking the settings"
+                light, basis = reuse.light_run(
+                    profile, options, system, system.read("/etc/os-release")
+                )
+                measuring = reuse.measuring_ids(light, profile)
+                standing, why = reuse.standing_measurements(args.measurements, basis, profile)
+                verdict = decide(
+                    light.results,
+                    measuring,
+                    standing,
+                    why,
+                    kept.get("streaks") or {},
+                    args.consecutive,
+                )
+                said = _act(args, node, verdict, scontrol_program, budget)
+                line = f"{prefix}{verdict.summary()}" + (f"; slurm: {said}" if said else "")
+                if not args.dry_run:
+                    budget.doing = "saving the state"
+                    state.save(
+                        args.state_dir,
+                        verdict.streaks,
+                        {
+                            "at": _now(),
+                            "node": node,
+                            "verdict": verdict.state,
+                            "exit_code": verdict.exit_code,
+                            "line": line,
+                            "slurm": said,
+                            "measurements": verdict.measurements,
+                            "duration_s": round(time.monotonic() - budget.started, 3),
+                            "note": state_note,
+                        },
+                    )
+        except (state.Busy, OSError) as exc:
+            line = f"{prefix}unknown: {exc}"
+            print(_fit(line, args.max_length))
+            return EXIT_UNKNOWN
+    print(_fit(line, args.max_length))
+    return verdict.exit_code
+
+
+def _act(args, node: str, verdict: Verdict, program: str, budget: Budget) -> str:
+    """What was done on Slurm, in a few words ('' without --slurm)."""
+    if not args.slurm:
+        return ""
+    from hostcheck.health import slurm
+
+    budget.doing = "asking the Slurm controller"
+    try:
+        return slurm.act(slurm.Scontrol(program, budget.left), node, verdict, args.dry_run)
+    except slurm.SlurmError as exc:
+        return f"not told: {exc}" + (" (node left as it was)" if verdict.state != UNKNOWN else "")

@@ -1,0 +1,151 @@
+"""Acting on Slurm: read the node, drain it with hostcheck's own reason, resume only what
+hostcheck drained. Every scontrol call runs under a timeout."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+from hostcheck.health.verdict import HEALTHY, UNHEALTHY, Verdict
+
+PREFIX = "hostcheck:"  # the reason of every drain hostcheck makes starts with it
+REASON_LENGTH = 200  # scontrol shows the whole reason; sinfo -R cuts it far shorter
+_STAMP = re.compile(r"\s*\[[^\]@]*@[^\]]*\]\s*$")  # the [user@time] scontrol adds
+
+
+class SlurmError(Exception):
+    """scontrol failed or did not answer in time."""
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    state: str  # as scontrol shows it, e.g. IDLE+DRAIN
+    reason: str  # without scontrol's [user@time]
+
+    @property
+    def flags(self) -> set[str]:
+        return set(self.state.split("+"))
+
+    @property
+    def drained(self) -> bool:
+        return "DRAIN" in self.flags
+
+    @property
+    def down(self) -> bool:
+        return bool(self.flags & {"DOWN", "FAIL", "FUTURE"})
+
+    @property
+    def drained_by_hostcheck(self) -> bool:
+        return self.drained and self.reason.startswith(PREFIX)
+
+
+def parse_node(text: str) -> Node:
+    """`scontrol -o show node NAME`: one line of Key=Value pairs; the reason runs from
+    `Reason=` to scontrol's `[user@time]` (it may hold spaces and `=`)."""
+    name = re.search(r"\bNodeName=(\S+)", text)
+    state = re.search(r"\bState=(\S+)", text)
+    if not name or not state:
+        raise SlurmError(f"scontrol show node: no NodeName or State in {text.strip()[:120]!r}")
+    reason = ""
+    found = re.search(r"\bReason=(.*?\[[^\]@]*@[^\]]*\])", text) or re.search(
+        r"\bReason=(.*)$", text.strip()
+    )
+    if found:
+        reason = _STAMP.sub("", found.group(1)).strip()
+    return Node(name=name.group(1), state=state.group(1), reason=reason)
+
+
+def drain_reason(verdict: Verdict) -> str:
+    text = f"{PREFIX} {'; '.join(verdict.causes)}"
+    return text if len(text) <= REASON_LENGTH else text[: REASON_LENGTH - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to do to the node: drain (with reason), resume, or nothing, and why."""
+
+    action: str  # drain, resume or none
+    said: str
+    reason: str = ""
+
+
+def plan(node: Node, verdict: Verdict) -> Plan:
+    if verdict.state == UNHEALTHY:
+        reason = drain_reason(verdict)
+        if node.drained_by_hostcheck:
+            if node.reason == reason:
+                return Plan("none", "stays drained")
+            return Plan("drain", "stays drained, reason updated", reason)
+        if node.drained:
+            return Plan("none", f"left as it is: drained by someone else ({node.reason})")
+        if node.down:
+            return Plan("none", f"left as it is: {node.state} ({node.reason or 'no reason'})")
+        return Plan("drain", "drained", reason)
+    if verdict.state == HEALTHY and node.drained_by_hostcheck:
+        if node.down:
+            return Plan("none", f"left as it is: {node.state}, drained by hostcheck")
+        return Plan("resume", "resumed (hostcheck had drained it)")
+    if node.drained and not node.drained_by_hostcheck:
+        return Plan("none", f"left drained by someone else ({node.reason})")
+    if verdict.state == HEALTHY:
+        return Plan("none", f"{node.state}, nothing to do")
+    return Plan("none", f"{node.state}, not changed while the verdict is unknown")
+
+
+class Scontrol:
+    def __init__(self, program: str, deadline) -> None:
+        self.program = program
+        self.deadline = deadline  # () -> seconds left for scontrol
+
+    def _run(self, *args: str) -> str:
+        timeout = min(10.0, self.deadline())
+        if timeout <= 0.2:
+            raise SlurmError("no time left in the budget for scontrol")
+        try:
+            done = subprocess.run(
+                [self.program, *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SlurmError(
+                f"scontrol {args[0]} gave no answer in {timeout:.0f} s (controller unreachable?)"
+            ) from None
+        except OSError as exc:
+            raise SlurmError(f"cannot run {self.program}: {exc.strerror}") from None
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise SlurmError(
+                f"scontrol {args[0]} failed (exit {done.returncode}): "
+                f"{lines[-1] if lines else 'no message'}"
+            )
+        return done.stdout
+
+    def node(self, name: str) -> Node:
+        return parse_node(self._run("-o", "show", "node", name))
+
+    def drain(self, name: str, reason: str) -> None:
+        self._run("update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}")
+
+    def resume(self, name: str) -> None:
+        self._run("update", f"NodeName={name}", "State=RESUME")
+
+
+def act(scontrol: Scontrol, name: str, verdict: Verdict, dry_run: bool = False) -> str:
+    """Read the node, do what the plan says, and say what was done in a few words."""
+    node = scontrol.node(name)
+    step = plan(node, verdict)
+    if step.action == "none":
+        return step.said
+    if dry_run:
+        return f"would be {step.said} (--dry-run)"
+    if step.action == "drain":
+        scontrol.drain(name, step.reason)
+    else:
+        scontrol.resume(name)
+    return step.said
