@@ -7,10 +7,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
-
 from hostcheck import __version__, interrupt
 from hostcheck.config import PROFILE_NAMES, ConfigError, Profile, load_profile
 
@@ -251,6 +247,9 @@ def _loop_assignments(args: argparse.Namespace) -> list[str]:
 def cmd_loop(args: argparse.Namespace) -> int:
     import time
 
+    from rich.console import Console
+    from rich.text import Text
+
     from hostcheck.checks import loop as loop_check
     from hostcheck.checks.base import RunOptions
     from hostcheck.loop import command
@@ -366,6 +365,9 @@ def _check_report_targets(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.text import Text
+
     from hostcheck.checks.base import RunOptions
     from hostcheck.model import Status
     from hostcheck.registry import CHECKS
@@ -447,6 +449,8 @@ def _fleet_baseline(args: argparse.Namespace) -> tuple[object, str | None, str]:
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from hostcheck.fleet.analyze import Baseline, analyze
     from hostcheck.fleet.load import default_jobs, read_folders, saved_summary
     from hostcheck.fleet.render import RENDERERS
@@ -511,6 +515,8 @@ def _flatten(values: object, prefix: str = "") -> list[tuple[str, object]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from hostcheck.registry import CHECKS
@@ -538,6 +544,9 @@ def _show(value: object) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
     from hostcheck.registry import CHECKS
 
     spec = CHECKS.get(args.check_id)

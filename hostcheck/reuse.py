@@ -12,13 +12,13 @@ measured. Changed, absent or failed before: they are measured again.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hostcheck import __version__
 from hostcheck.checks.base import CheckSpec, RunOptions
+from hostcheck.checks.gpu import read_torch
 from hostcheck.config import Profile, merge
 from hostcheck.fleet.drift import compare_hosts
 from hostcheck.fleet.entry import HostEntry
@@ -68,19 +68,12 @@ def settings_profile(profile: Profile) -> Profile:
     return Profile(name=profile.name, values=values, sources=profile.sources)
 
 
-def _torch_version() -> str | None:
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def basis_of(outcome: RunOutcome, system: System, document: dict) -> dict:
     """What the measurements depend on, from the settings-only run's report document."""
     entry = from_report(document, "this host", "")
     return {
         "boot_id": (system.read(BOOT_ID) or "").strip(),
-        "torch": _torch_version(),
+        "torch": read_torch(system, None).version,
         "profile": json.loads(json.dumps(outcome.profile.values)),
         "options": document["options"],
         "checks": entry.checks,

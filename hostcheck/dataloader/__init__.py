@@ -606,7 +606,7 @@ def write(path: str | os.PathLike, found: SettingsFile) -> SettingsFile:
     """Write `found` to `path` (mode 0644, its folder made when missing) as a reader would
     accept it (validated first): to a temporary file in the same folder, fsync'ed, then
     renamed over `path`, so no reader ever sees half a file. Returns what was written."""
-    from hostcheck.report.writers import write_atomic
+    from hostcheck.atomic import write_atomic
 
     where = os.fspath(path)
     text = json.dumps(found.to_dict(), indent=2, allow_nan=False) + "\n"

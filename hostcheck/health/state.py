@@ -9,8 +9,6 @@ import json
 import os
 from collections.abc import Iterator
 
-from hostcheck.report.writers import write_atomic
-
 KIND = "hostcheck-healthcheck-state"
 VERSION = 1
 STATE_FILE = "state.json"
@@ -37,6 +35,8 @@ def load(folder: str) -> tuple[dict, str]:
 
 
 def save(folder: str, streaks: dict, last: dict) -> None:
+    from hostcheck.atomic import write_atomic
+
     document = {"kind": KIND, "version": VERSION, "streaks": streaks, "last": last}
     write_atomic(os.path.join(folder, STATE_FILE), json.dumps(document, indent=2) + "\n")
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import math
-import os
 import re
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Callable
+
+from hostcheck.atomic import write_atomic
 
 FORMATS = ("json", "junit", "prom")
 
@@ -196,24 +194,6 @@ def render_prom(document: dict) -> str:
 
 def _epoch(iso: str) -> int:
     return int(dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Readers (node_exporter, audits) never see a half-written report: temp file + rename."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 RENDERERS: dict[str, Callable[..., str]] = {
