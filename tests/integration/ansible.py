@@ -14,6 +14,7 @@ from tests.sandbox.fleet import CHECKOUT, Fleet
 
 ANSIBLE_BIN = Path(sys.executable).parent
 COLLECTION_PREFIX = "hostcheck.gpu_hosts."
+WHEEL_INFO = CHECKOUT / "roles" / "hostcheck" / "files" / "wheel_info.py"
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,18 @@ class Controller:
 CHECKOUT_CONTROLLER = Controller(
     ANSIBLE_BIN, CHECKOUT, {"ANSIBLE_CONFIG": str(CHECKOUT / "ansible.cfg")}
 )
+
+
+def build_wheel(source: Path, cache: Path) -> str:
+    """The hostcheck wheel of a checkout, built once per content into cache (the hostcheck
+    role's own builder): its path."""
+    done = subprocess.run(
+        [sys.executable, str(WHEEL_INFO), "build", str(source), str(cache)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)["path"]
 
 
 @dataclass

@@ -12,13 +12,11 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-from tests.integration.ansible import run_playbook
+from tests.integration.ansible import build_wheel, run_playbook
 from tests.sandbox.fleet import CHECKOUT
 
 pytestmark = pytest.mark.integration
@@ -27,7 +25,6 @@ VENV = "/opt/venvs/train"
 REPORT = "/var/lib/hostcheck/report.json"
 RECORD = "/var/lib/hostcheck/report.host-state.json"
 CONFIG = "/etc/hostcheck/config.yaml"
-WHEEL_INFO = CHECKOUT / "roles" / "hostcheck" / "files" / "wheel_info.py"
 SHOW = "hostcheck : Show the verdict and the warnings"
 SAY_WHY = "hostcheck : Say why hostcheck does not run in check mode"
 READ = "hostcheck : Read what hostcheck needs on this host (changes nothing)"
@@ -108,16 +105,6 @@ def fleet(make_fleet):
 def converged(fleet):
     """The first run on a fresh host (wheel built from the checkout), for the tests to look at."""
     return run_playbook(fleet, PLAYBOOK, extra_vars=VALUES)
-
-
-def build_wheel(source, cache) -> str:
-    done = subprocess.run(
-        [sys.executable, str(WHEEL_INFO), "build", str(source), str(cache)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout)["path"]
 
 
 @pytest.fixture(scope="module")

@@ -86,3 +86,19 @@ def test_runtime_and_build_ignore():
     assert runtime["requires_ansible"].startswith(">=2.")
     ignored = set(GALAXY["build_ignore"])
     assert {"hostcheck", "tests", "benchmarks", ".cache", ".venv", "ansible.cfg"} <= ignored
+
+
+def test_every_python_package_of_hostcheck_is_in_the_wheel():
+    """A folder with __init__.py that pyproject.toml does not list is missing from the wheel
+    (the hostcheck role installs the wheel, not this checkout)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(REPO).parts)
+        for init in (REPO / "hostcheck").rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert found - listed == set()
