@@ -21,8 +21,11 @@ SANDBOX := $(BIN)/python -m tests.sandbox
 SANDBOX_PACKAGES := mmdebstrap systemd-container rpm createrepo-c openssh-client util-linux mount gnupg gcc binutils rsync
 # The browser the fleet HTML test renders the page with (installed when root and missing).
 BROWSER_PACKAGES := chromium
+# Prometheus and promtool for the rule tests and the monitoring integration tests (the tests
+# start their own Prometheus; the package's service is kept from starting on this machine).
+MONITORING_PACKAGES := prometheus
 
-.PHONY: help venv collection-link sandbox-tools browser test unit integration lint demo sandbox-up sandbox-down \
+.PHONY: help venv collection-link sandbox-tools browser monitoring-tools test unit integration lint demo sandbox-up sandbox-down \
 	sandbox-status clean
 
 help:
@@ -64,13 +67,27 @@ sandbox-tools:
 browser:
 	$(call apt_install,the browser,chromium,$(BROWSER_PACKAGES))
 
-test: $(STAMP) collection-link sandbox-tools browser
+# Debian's package starts its service on install: policy-rc.d (101: not allowed) keeps it from
+# starting, and goes again unless it was there before.
+monitoring-tools:
+	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing Prometheus and promtool (missing; the service is not started)"; \
+			mine=""; if [ ! -e /usr/sbin/policy-rc.d ]; then \
+				printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
+				chmod 755 /usr/sbin/policy-rc.d; mine=1; fi; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq --no-install-recommends $(MONITORING_PACKAGES) >/dev/null; \
+			status=$$?; [ -z "$$mine" ] || rm -f /usr/sbin/policy-rc.d; exit $$status; \
+		else echo "Prometheus not installed: its tests will skip"; fi; fi
+
+test: $(STAMP) collection-link sandbox-tools browser monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=15 tests
 
-unit: $(STAMP) browser
+unit: $(STAMP) browser monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
 
-integration: $(STAMP) collection-link sandbox-tools
+integration: $(STAMP) collection-link sandbox-tools monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder tests/integration
 
 sandbox-up: $(STAMP) collection-link sandbox-tools

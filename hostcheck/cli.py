@@ -105,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the loop, benchmark and read-test results of this earlier JSON report "
         "when nothing they depend on changed since (else measure, as without it)",
     )
+    run.add_argument(
+        "--schedule",
+        metavar="CALENDAR",
+        help="the systemd OnCalendar= schedule this run repeats on (the hostcheck timer's): "
+        "its interval goes into the report and the Prometheus textfile "
+        "(hostcheck_run_interval_seconds) for the staleness alert",
+    )
     _report_option(run, "json:PATH, junit:PATH or prom:PATH")
     _fail_on_option(run, "status")
     run.add_argument("-v", "--verbose", action="store_true", help="show every finding")
@@ -364,6 +371,17 @@ def _check_report_targets(
     return targets
 
 
+def _schedule(calendar: str) -> dict:
+    """The report's schedule section: the calendar and how often it repeats, or why unknown."""
+    from hostcheck.schedule import ScheduleError, interval_seconds
+
+    try:
+        interval, problem = interval_seconds(calendar)
+    except ScheduleError as exc:
+        raise UsageError(f"--schedule {calendar}: {exc}") from None
+    return {"calendar": calendar, "interval_s": interval, "problem": problem}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
@@ -380,6 +398,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"--check {unknown[0]}: no such check (known: {', '.join(CHECKS)})")
     targets = _check_report_targets(args.report)
+    schedule = _schedule(args.schedule) if args.schedule else None
     profile = _load(args, _loader_assignments(args))
     options = RunOptions(
         user=args.user, dataset_path=args.dataset_path, require_gpu=args.require_gpu
@@ -410,6 +429,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     exit_code = outcome.exit_code(fail_on)
     document = build_document(outcome, exit_code, os_release_text)
     render_table(document, console, verbose=args.verbose)
+    if schedule is not None:
+        document["schedule"] = schedule
     if reuse is not None:
         document["measurement_basis"] = reuse.basis
         for line in reuse.lines():

@@ -87,7 +87,9 @@ def add_parser(commands: argparse._SubParsersAction, profile_options, host_optio
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
 
 
 def _fit(line: str, limit: int | None) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from hostcheck.atomic import write_atomic
+from hostcheck.remedies import role_variables
 
 FORMATS = ("json", "junit", "prom")
 
@@ -176,6 +177,32 @@ def render_prom(document: dict) -> str:
                 f'hostcheck_check_status{{check="{prom_label(check["id"])}",status="{status}"}} '
                 f"{int(check['status'] == status)}"
             )
+    remedied = [
+        (check["id"], variables)
+        for check in document["checks"]
+        if check["status"] in ("fail", "warn", "error")
+        and (variables := role_variables(check.get("remedy") or ""))
+    ]
+    if remedied:
+        lines += [
+            "# HELP hostcheck_check_remedy_info The role variables that fix a check that did "
+            "not pass.",
+            "# TYPE hostcheck_check_remedy_info gauge",
+        ]
+        lines += [
+            f'hostcheck_check_remedy_info{{check="{prom_label(check_id)}",'
+            f'variables="{prom_label(",".join(variables))}"}} 1'
+            for check_id, variables in remedied
+        ]
+    lines += _loop_lines(document)
+    interval = (document.get("schedule") or {}).get("interval_s")
+    if interval:
+        lines += [
+            "# HELP hostcheck_run_interval_seconds How often this run repeats (its timer's "
+            "schedule): the staleness alert's window is twice this.",
+            "# TYPE hostcheck_run_interval_seconds gauge",
+            f"hostcheck_run_interval_seconds {prom_value(float(interval))}",
+        ]
     lines += [
         "# HELP hostcheck_finding_value Numeric value a check measured.",
         "# TYPE hostcheck_finding_value gauge",
@@ -190,6 +217,28 @@ def render_prom(document: dict) -> str:
                 f'finding="{prom_label(finding["name"])}"}} {prom_value(number)}'
             )
     return "\n".join(lines) + "\n"
+
+
+def _loop_lines(document: dict) -> list[str]:
+    """The loop's data-wait and the profile's limit for it, when the loop measured one."""
+    loop = next((c for c in document["checks"] if c["id"] == "loop"), None)
+    wait = next(
+        (f["measured"] for f in (loop or {}).get("findings", []) if f["name"] == "data-wait"),
+        None,
+    )
+    if _number(wait) is None:
+        return []
+    limit = document["profile"]["values"]["checks"]["loop"]["max_data_wait"]
+    return [
+        "# HELP hostcheck_loop_data_wait_ratio Share of the synthetic loop's step time spent "
+        "waiting for the next batch.",
+        "# TYPE hostcheck_loop_data_wait_ratio gauge",
+        f"hostcheck_loop_data_wait_ratio {prom_value(float(wait))}",
+        "# HELP hostcheck_loop_data_wait_threshold_ratio The profile's limit for it "
+        "(loop.max_data_wait).",
+        "# TYPE hostcheck_loop_data_wait_threshold_ratio gauge",
+        f"hostcheck_loop_data_wait_threshold_ratio {prom_value(float(limit))}",
+    ]
 
 
 def _epoch(iso: str) -> int:

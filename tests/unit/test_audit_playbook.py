@@ -156,7 +156,7 @@ def test_rendered_units_run_the_quick_profile_into_the_textfile_folder(units):
     (line,) = [x for x in service.splitlines() if x.startswith("ExecStart=")]
     assert systemd_split(line.removeprefix("ExecStart=")) == [
         "/opt/venvs/train/bin/hostcheck", "run", "--profile", "quick", "--fail-on", "fail",
-        "--config", "/etc/hostcheck/config.yaml",
+        "--config", "/etc/hostcheck/config.yaml", "--schedule", "*:0/15",
         "--report", "prom:/var/lib/node_exporter/textfile_collector/hostcheck.prom",
         "--report", "json:/var/lib/hostcheck/timer.json",
         "--dataset-path", "/data/image net",

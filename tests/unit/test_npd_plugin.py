@@ -1,4 +1,4 @@
-"""The node-problem-detector plugin shipped in docs/examples: its configuration and the
+"""The node-problem-detector plugin shipped in monitoring/: its configuration and the
 custom-plugin contract (exit 0 OK, 1 problem, 2 unknown; the message within NPD's output limit;
 done before NPD's timeout), run here with the configuration's own arguments. No kubelet or NPD
 runs here: what NPD does with the result, and nsenter into a real node's namespaces, are
@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = json.loads(
-    (REPO / "docs/examples/node-problem-detector/hostcheck-monitor.json").read_text()
+    (REPO / "monitoring/node-problem-detector/hostcheck-monitor.json").read_text()
 )
 RULE = CONFIG["rules"][0]
 # This machine's fixed limits and kernel fail checks whatever the plugin does: left out.

@@ -67,3 +67,16 @@ def test_the_variable_exists_in_its_roles_argument_specs(variable):
         f"{variable} is named by remedies in {sorted(REMEDY_VARIABLES[variable])} "
         f"but role {role} has no such variable"
     )
+
+
+def test_the_package_knows_every_role_and_finds_the_variables_a_remedy_names():
+    from hostcheck.remedies import ROLES as KNOWN
+    from hostcheck.remedies import role_variables
+
+    assert sorted(KNOWN) == ROLES
+    remedy = (
+        "set sysctl_tuning_settings['vm.swappiness'] (role sysctl_tuning) and run: "
+        "ansible-playbook site.yml --tags sysctl_tuning; set shm_size (role shm) and run: ..."
+    )
+    assert role_variables(remedy) == ["sysctl_tuning_settings", "shm_size"]
+    assert role_variables("find what fills /dev/shm (stale segments: shm_x)") == []
