@@ -400,6 +400,9 @@ def test_the_timer_is_set_up_left_alone_verified_and_removed(fleet, converged, f
     )
     assert fleet.ssh(host, f"ls {units}/hostcheck.service {units}/hostcheck.timer").returncode != 0
     assert "no hostcheck timer, as wanted" in off.task_results(VERIFY)[host.name]["msg"]
+    # the last run's series give way to one saying the timer is off on purpose (no alert)
+    textfile = fleet.ssh(host, "cat /var/lib/node_exporter/textfile_collector/hostcheck.prom")
+    assert textfile.stdout.splitlines()[-1] == "hostcheck_timer_enabled 0"
 
 
 def test_the_dataloader_settings_file_is_measured_kept_measured_again_and_removed(

@@ -1,0 +1,107 @@
+"""A real Prometheus (Debian's package) on this machine for the monitoring tests: its own
+configuration, storage and port, scraping the sandbox hosts' node_exporters with the shipped
+rules loaded; read through its HTTP API."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import yaml
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Prometheus:
+    def __init__(
+        self,
+        folder: Path,
+        targets: Sequence[str],
+        rule_files: Sequence[Path] = (),
+        interval_s: float = 2,
+    ) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        folder.mkdir(parents=True, exist_ok=True)
+        config = {
+            "global": {
+                "scrape_interval": f"{interval_s}s",
+                "evaluation_interval": f"{interval_s}s",
+            },
+            "rule_files": [str(p) for p in rule_files],
+            "scrape_configs": [
+                {"job_name": "node", "static_configs": [{"targets": list(targets)}]}
+            ],
+        }
+        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> Prometheus:
+        program = shutil.which("prometheus") or "/usr/bin/prometheus"
+        log = open(self.folder / "prometheus.log", "wb")  # noqa: SIM115 - the server writes it
+        self.process = subprocess.Popen(
+            [program, f"--config.file={self.folder / 'prometheus.yml'}",
+             f"--storage.tsdb.path={self.folder / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        log.close()
+        self.wait(lambda: self._ready(), "ready", timeout)
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
+    def api(self, path: str, **params: str) -> object:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        with urllib.request.urlopen(f"{self.url}/api/v1/{path}{query}", timeout=10) as answer:
+            body = json.load(answer)
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict]:
+        return self.api("query", query=expr)["result"]
+
+    def alerts(self, name_prefix: str = "") -> list[dict]:
+        return [
+            a
+            for a in self.api("alerts")["alerts"]
+            if a["labels"]["alertname"].startswith(name_prefix)
+        ]
+
+    def wait(self, ready: Callable[[], object], what: str, timeout: float) -> float:
+        """Until ready() is truthy; how long that took."""
+        start = time.monotonic()
+        while not ready():
+            if self.process and self.process.poll() is not None:
+                log = (self.folder / "prometheus.log").read_text(errors="replace")
+                raise RuntimeError(f"prometheus exited {self.process.returncode}:\n{log[-3000:]}")
+            if time.monotonic() - start > timeout:
+                raise AssertionError(f"not {what} after {timeout:.0f} s")
+            time.sleep(0.5)
+        return time.monotonic() - start

@@ -1,0 +1,208 @@
+"""The shipped Prometheus rules against a real Prometheus: node_exporter (Debian's package) on
+two sandbox hosts reading the hostcheck timer's textfile (role hostcheck, a 20 s schedule), a
+Prometheus on this machine scraping them with monitoring/prometheus/hostcheck-rules.yml
+loaded. The rules' `for:` durations are shortened to 10 s here (promtool's rule tests hold
+them at their real values); every outcome is read from Prometheus' HTTP API."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.integration.ansible import build_wheel, run_playbook
+from tests.integration.prometheus_server import Prometheus
+from tests.sandbox.fleet import CHECKOUT
+
+pytestmark = pytest.mark.integration
+PLAYBOOK = "tests/integration/playbooks/hostcheck.yml"
+RULES = CHECKOUT / "monitoring" / "prometheus" / "hostcheck-rules.yml"
+DASHBOARD = CHECKOUT / "monitoring" / "grafana" / "hostcheck-dashboard.json"
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+SCHEDULE = "*:*:0/20"  # every 20 s
+VALUES = {
+    "hostcheck_pip_packages_before": ["torch==2.13.0"],
+    "hostcheck_profile": "quick",
+    # what a bare sandbox host passes: 64 MiB /dev/shm, this machine's limits and tunables
+    "hostcheck_config": {
+        "checks": {
+            "shm": {"min_size": "32MiB", "min_free": "8MiB"},
+            "ulimits": {"enabled": False},
+            "sysctl": {"enabled": False},
+            "memory": {"min_ram": "2GiB"},
+            "cpu": {"severity": "warn"},
+        }
+    },
+    "hostcheck_timer_enabled": True,
+    "hostcheck_timer_schedule": SCHEDULE,
+    "hostcheck_timer_randomized_delay_sec": 0,
+    "hostcheck_timer_profile": "quick",
+}
+
+
+def node_exporter_command(address: str) -> str:
+    """node_exporter's arguments written before its install (the package starts it), only the
+    textfile collector on, listening on the host's own address."""
+    args = (
+        f"--web.listen-address={address}:9100 --collector.disable-defaults "
+        f"--collector.textfile --collector.textfile.directory={TEXTFILE_DIR}"
+    )
+    return (
+        f"mkdir -p {TEXTFILE_DIR} && echo 'ARGS=\"{args}\"' > /etc/default/prometheus-node-exporter"
+        " && export DEBIAN_FRONTEND=noninteractive && apt-get -q update >/dev/null && "
+        "apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confold "
+        "prometheus-node-exporter >/dev/null"
+    )
+
+
+def sh(fleet, host, command: str, timeout: float = 300) -> str:
+    done = fleet.ssh(host, command, timeout=timeout)
+    assert done.returncode == 0, f"{host.name}: {command}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def monitored(make_fleet, tmp_path_factory):
+    fleet = make_fleet("monitoring", hosts=2, os_kinds="debian12")
+    hosts = fleet.hosts()
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        list(pool.map(lambda h: sh(fleet, h, node_exporter_command(h.address), 600), hosts))
+    # pip byte-compiles torch's thousands of files otherwise: most of this fixture's time
+    for host in hosts:
+        sh(fleet, host, "echo 'PIP_NO_COMPILE=\"1\"' >> /etc/environment")
+    wheel = build_wheel(CHECKOUT, tmp_path_factory.mktemp("wheels"))
+    values = {**VALUES, "hostcheck_wheel": wheel}
+    run = run_playbook(fleet, PLAYBOOK, extra_vars=values)
+    assert run.returncode == 0, [run.failure_text(h) for h in run.failed_hosts()]
+    # systemd fires a timer up to AccuracySec (1 min) late: at a 20 s schedule that would look
+    # stale, at the default 15 minutes it does not matter
+    for host in hosts:
+        sh(
+            fleet,
+            host,
+            "mkdir -p /etc/systemd/system/hostcheck.timer.d && printf '[Timer]\\nAccuracySec=1s\\n'"
+            " > /etc/systemd/system/hostcheck.timer.d/accuracy.conf && systemctl daemon-reload"
+            " && systemctl restart hostcheck.timer",
+        )
+    folder = tmp_path_factory.mktemp("prometheus")
+    rules = folder / "hostcheck-rules.yml"
+    rules.write_text(re.sub(r"for: \d+m", "for: 10s", RULES.read_text()))
+    prometheus = Prometheus(folder, [f"{h.address}:9100" for h in hosts], [rules]).start()
+    try:
+        prometheus.wait(
+            lambda: len(prometheus.query("instance:hostcheck_failing:bool")) == 2,
+            "evaluating the rules over both hosts",
+            120,
+        )
+        yield fleet, prometheus, values
+    finally:
+        prometheus.stop()
+
+
+def hostcheck_alerts(prometheus, instance: str | None = None, name: str = "Hostcheck"):
+    return [
+        a
+        for a in prometheus.alerts(name)
+        if instance is None or a["labels"].get("instance") == instance
+    ]
+
+
+def test_a_healthy_fleet_raises_no_hostcheck_alert(monitored):
+    _, prometheus, _ = monitored
+    time.sleep(30)  # more than a run, an alert's for: and a few evaluations
+    failing = {s["metric"]["instance"]: s["value"][1] for s in prometheus.query(
+        "instance:hostcheck_failing:bool")}  # fmt: skip
+    assert set(failing.values()) == {"0"}, failing
+    intervals = prometheus.query("hostcheck_run_interval_seconds")
+    assert {s["value"][1] for s in intervals} == {"20"}
+    assert hostcheck_alerts(prometheus) == []
+
+
+def test_the_dashboards_queries_run_on_the_real_prometheus(monitored):
+    """Grafana is not in Debian's archive: its panels' queries are run here instead, "$job"
+    standing for every job. The loop panels have no data (the timer's quick profile runs no
+    loop), nor the remedy table while every host passes."""
+    _, prometheus, _ = monitored
+    dashboard = json.loads(DASHBOARD.read_text())
+    results = {}
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"].replace("$job", ".+")
+            results[(panel["title"], target["refId"])] = prometheus.query(expr)
+    with_data = {title for (title, _), found in results.items() if found}
+    assert {
+        "Fleet verdict",
+        "Failing hosts by check",
+        "/dev/shm headroom",
+        "Staleness (age of the last run / its schedule)",
+    } <= with_data
+    headroom = results[("/dev/shm headroom", "A")]
+    assert len(headroom) == 2 and all(0 < float(s["value"][1]) <= 1 for s in headroom)
+    staleness = results[("Staleness (age of the last run / its schedule)", "A")]
+    assert all(float(s["value"][1]) < 2 for s in staleness)
+
+
+def test_a_shrunk_dev_shm_goes_pending_then_firing_with_its_remedy(monitored):
+    fleet, prometheus, _ = monitored
+    node2 = fleet.hosts()[1]
+    instance = f"{node2.address}:9100"
+    began = time.monotonic()
+    sh(fleet, node2, "mount -o remount,size=16m /dev/shm && systemctl start hostcheck.service")
+    seen: dict[str, float] = {}
+
+    def shm_alert_firing() -> bool:
+        for alert in hostcheck_alerts(prometheus, instance, "HostcheckCheckFailing"):
+            if alert["labels"]["check"] == "shm":
+                seen.setdefault(alert["state"], time.monotonic() - began)
+                seen["alert"] = alert
+        return "firing" in seen
+
+    try:
+        prometheus.wait(shm_alert_firing, "firing for node2's shm", 120)
+    finally:
+        sh(fleet, node2, "mount -o remount,size=64m /dev/shm && systemctl start hostcheck.service")
+    print(f"/dev/shm shrunk to pending {seen['pending']:.1f} s, to firing {seen['firing']:.1f} s")
+    assert seen["pending"] < seen["firing"]
+    alert = seen["alert"]
+    assert alert["labels"]["variables"] == "shm_size"
+    assert alert["annotations"]["remedy_variables"] == "shm_size"
+    assert alert["annotations"]["summary"] == f"hostcheck: shm fails on {instance}"
+    # node2's shm and, one host of two failing, the fleet's share: nothing else
+    raised = {
+        (a["labels"]["alertname"], a["labels"].get("instance"), a["labels"].get("check"))
+        for a in hostcheck_alerts(prometheus)
+    }
+    assert raised <= {
+        ("HostcheckCheckFailing", instance, "shm"),
+        ("HostcheckFleetFailing", None, None),
+    }, raised
+    prometheus.wait(lambda: not hostcheck_alerts(prometheus, instance), "resolved", 120)
+
+
+def test_a_stopped_timer_goes_stale_and_one_switched_off_on_purpose_does_not(monitored):
+    fleet, prometheus, values = monitored
+    node1 = fleet.hosts()[0]
+    instance = f"{node1.address}:9100"
+    began = time.monotonic()
+    sh(fleet, node1, "systemctl stop hostcheck.timer")
+    took = prometheus.wait(
+        lambda: any(
+            a["state"] == "firing" for a in hostcheck_alerts(prometheus, instance, "HostcheckStale")
+        ),
+        "stale on node1",
+        180,
+    )
+    print(f"timer stopped to stale alert firing: {time.monotonic() - began:.1f} s")
+    assert took < 180
+    off = run_playbook(
+        fleet, PLAYBOOK, extra_vars={**values, "hostcheck_timer_enabled": False}, limit="node1"
+    )
+    assert off.returncode == 0, off.failure_text("node1")
+    prometheus.wait(lambda: not hostcheck_alerts(prometheus, instance), "no alert for node1", 60)
+    time.sleep(20)  # past the missing alert's for: (10 s here) and a few evaluations
+    assert hostcheck_alerts(prometheus, instance) == []
+    marker = prometheus.query(f'hostcheck_timer_enabled{{instance="{instance}"}}')
+    assert [s["value"][1] for s in marker] == ["0"]
