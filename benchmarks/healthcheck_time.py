@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -60,13 +61,9 @@ def tar_of(files: dict[str, Path]) -> bytes:
 
 
 def ssh_in(fleet: Fleet, host, command: str, data: bytes) -> None:
-    import subprocess
-
     done = subprocess.run(
-        ["ssh", "-i", str(fleet.key_file), "-o", f"UserKnownHostsFile={fleet.known_hosts}",
-         "-o", "BatchMode=yes", "-p", str(host.port), f"root@{host.address}", command],
-        input=data, capture_output=True, timeout=600, check=False,
-    )  # fmt: skip
+        fleet.ssh_argv(host, command), input=data, capture_output=True, timeout=600, check=False
+    )
     if done.returncode != 0:
         raise SystemExit(f"{command}: {done.stderr.decode(errors='replace')}")
 

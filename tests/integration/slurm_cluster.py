@@ -133,23 +133,7 @@ class SlurmCluster:
     def _ssh_bytes(self, host: Host, command: str, data: bytes | None = None) -> bytes:
         """As fleet.ssh, with bytes in and out."""
         done = subprocess.run(
-            [
-                "ssh",
-                "-i",
-                str(self.fleet.key_file),
-                "-o",
-                f"UserKnownHostsFile={self.fleet.known_hosts}",
-                "-o",
-                "StrictHostKeyChecking=yes",
-                "-o",
-                "IdentitiesOnly=yes",
-                "-o",
-                "BatchMode=yes",
-                "-p",
-                str(host.port),
-                f"root@{host.address}",
-                command,
-            ],
+            self.fleet.ssh_argv(host, command),
             input=data,
             capture_output=True,
             timeout=300,

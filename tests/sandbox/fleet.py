@@ -355,26 +355,30 @@ class Fleet:
         shutil.rmtree(group_vars, ignore_errors=True)
         shutil.copytree(GROUP_VARS, group_vars)
 
+    def ssh_argv(self, host: Host, command: str) -> list[str]:
+        """The ssh command line that runs a command on a host, as Ansible would reach it."""
+        return [
+            "ssh",
+            "-i",
+            str(self.key_file),
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "BatchMode=yes",
+            "-p",
+            str(host.port),
+            f"root@{host.address}",
+            command,
+        ]
+
     def ssh(self, host: Host, command: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
         """Run a command on a host over SSH, as Ansible would reach it."""
         return subprocess.run(
-            [
-                "ssh",
-                "-i",
-                str(self.key_file),
-                "-o",
-                f"UserKnownHostsFile={self.known_hosts}",
-                "-o",
-                "StrictHostKeyChecking=yes",
-                "-o",
-                "IdentitiesOnly=yes",
-                "-o",
-                "BatchMode=yes",
-                "-p",
-                str(host.port),
-                f"root@{host.address}",
-                command,
-            ],
+            self.ssh_argv(host, command),
             capture_output=True,
             text=True,
             timeout=timeout,

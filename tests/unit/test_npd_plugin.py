@@ -16,9 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = json.loads(
-    (REPO / "monitoring/node-problem-detector/hostcheck-monitor.json").read_text()
-)
+CONFIG = json.loads((REPO / "monitoring/node-problem-detector/hostcheck-monitor.json").read_text())
 RULE = CONFIG["rules"][0]
 # This machine's fixed limits and kernel fail checks whatever the plugin does: left out.
 PASSING = "checks: {ulimits: {enabled: false}, sysctl: {enabled: false}, cpu: {enabled: false}, "
