@@ -188,7 +188,7 @@ def test_a_stopped_timer_goes_stale_and_one_switched_off_on_purpose_does_not(mon
     instance = f"{node1.address}:9100"
     began = time.monotonic()
     sh(fleet, node1, "systemctl stop hostcheck.timer")
-    took = prometheus.wait(
+    prometheus.wait(
         lambda: any(
             a["state"] == "firing" for a in hostcheck_alerts(prometheus, instance, "HostcheckStale")
         ),
@@ -196,7 +196,6 @@ def test_a_stopped_timer_goes_stale_and_one_switched_off_on_purpose_does_not(mon
         180,
     )
     print(f"timer stopped to stale alert firing: {time.monotonic() - began:.1f} s")
-    assert took < 180
     off = run_playbook(
         fleet, PLAYBOOK, extra_vars={**values, "hostcheck_timer_enabled": False}, limit="node1"
     )
