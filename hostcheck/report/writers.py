@@ -185,7 +185,7 @@ def render_prom(document: dict) -> str:
     ]
     if remedied:
         lines += [
-            "# HELP hostcheck_check_remedy_info The role variables that fix a check that did "
+            "# HELP hostcheck_check_remedy_info The Ansible variables that fix a check that did "
             "not pass.",
             "# TYPE hostcheck_check_remedy_info gauge",
         ]
