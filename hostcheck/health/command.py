@@ -4,6 +4,7 @@ Slurm, one line said, all inside a hard time budget."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -153,7 +154,9 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
     system = System()
     with Budget(args.budget, prefix, args.max_length) as budget:
         try:
-            with state.locked(args.state_dir):
+            # a dry run keeps no state: it reads the last saved one (written atomically) and
+            # need not wait for slurmd's own run, which may hold the lock right now
+            with contextlib.nullcontext() if args.dry_run else state.locked(args.state_dir):
                 kept, state_note = state.load(args.state_dir)
                 budget.doing = "checking the settings"
                 light, basis = reuse.light_run(

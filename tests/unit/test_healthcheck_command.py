@@ -3,6 +3,7 @@ checks, a real storage read test whose measurement fails, the state kept between
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -152,3 +153,21 @@ def test_the_budget_ends_a_run_stuck_anywhere_with_one_line_and_exit_2():
     assert done.stdout == (
         "hostcheck healthcheck n1: unknown: the 0.5 s budget ran out while checking the settings\n"
     )
+
+
+def test_a_dry_run_reaches_its_verdict_while_slurmds_run_holds_the_lock(place):
+    """The role's verify runs --dry-run while slurmd may be running the health check."""
+    place["state"].mkdir()
+    scontrol = place["tmp"] / "scontrol"
+    scontrol.write_text("#!/bin/sh\necho NodeName=node9 State=IDLE Reason=(null)\n")
+    scontrol.chmod(0o755)
+    with open(place["state"] / "lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        dry = healthcheck(
+            place, "--slurm", "--dry-run", "--node", "node9", "--scontrol", str(scontrol)
+        )
+        busy = healthcheck(place)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert dry.stdout.startswith("hostcheck healthcheck node9: healthy")
+    assert busy.returncode == 2 and "unknown: another health check holds" in busy.stdout
+    assert not (place["state"] / "state.json").exists()

@@ -83,27 +83,29 @@ def test_waiting_job_fails_with_data_wait_near_the_arithmetic(tmp_path):
 
 
 def test_fed_job_passes_and_exits_0(tmp_path):
-    """Two workers make a batch in 2 ms, the step takes 50 ms: no wait but the hand-over
-    (the threshold is raised to 10 %: other tests load this machine's two cores)."""
+    """Two workers make a batch in 2 ms, the step takes 150 ms: no wait but the hand-over.
+    The threshold is raised to 30 %: on a loaded two-core machine a worker or the hand-over
+    may wait tens of milliseconds for a core, still far below the step."""
     code, document, err = hostcheck_job(
         tmp_path,
         """
-        loader = DataLoader(Slow(4 * 20, 0.0005), batch_size=4, num_workers=2,
+        loader = DataLoader(Slow(4 * 10, 0.0005), batch_size=4, num_workers=2,
                             persistent_workers=True)
         for epoch in range(2):
             for x, y in loader:
-                time.sleep(0.05)
+                time.sleep(0.15)
         """,
         "--settings",
         str(write_settings(tmp_path, num_workers=2)),
         "--set",
-        "loop.max_data_wait=0.1",
+        "loop.max_data_wait=0.3",
     )
-    assert code == 0, err
+    failing = {c["id"]: c["summary"] for c in document["checks"] if c["status"] != "pass"}
+    assert (code, failing) == (0, {}), err
     (loader,) = loaders(document)
-    assert loader["iterations"] == 2 and loader["batches"] == 40
-    assert loader["steady_batches"] == 38
-    assert loader["data_wait_fraction"] < 0.1
+    assert loader["iterations"] == 2 and loader["batches"] == 20
+    assert loader["steady_batches"] == 18
+    assert loader["data_wait_fraction"] < 0.3
     assert loader["settings"]["persistent_workers"] is True
     assert len(loader["worker_pids"]) == 2  # persistent: the same two workers both epochs
     assert document["verdict"] == "pass"

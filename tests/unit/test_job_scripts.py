@@ -153,13 +153,31 @@ def loader_checks(document: dict) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def assert_completed(document: dict, code: int, stderr: str) -> None:
+MAX_DATA_WAIT = 0.05  # the default profile's loop.max_data_wait
+
+
+def assert_completed(document: dict, code: int, stderr: str, waits_beyond_limit=True) -> None:
+    """The job ended well; the verdict and exit code follow the loaders' data-wait. Where a
+    loader's wait depends on how busy the machine is (waits_beyond_limit=None), each loader's
+    check must match its own figure and the verdict the checks."""
     job = document["job"]
     assert (job["outcome"], job["exit_status"], job["signal"]) == ("completed", 0, None), stderr
-    assert {c["id"]: c["status"] for c in document["checks"]}["job"] == "pass"
-    # every loader here waits for data far beyond the default profile's 5 %: the verdict
-    # fails and so does the exit code, while the job itself succeeded
-    assert (document["verdict"], code) == ("fail", 1), stderr
+    statuses = {c["id"]: c["status"] for c in document["checks"]}
+    assert statuses.pop("job") == "pass"
+    if waits_beyond_limit is None:
+        beyond = {
+            f"{rank['rank']}/{loader['index']}": loader["data_wait_fraction"] > MAX_DATA_WAIT
+            for rank, loader in loaders_of(document)
+        }
+        assert sorted(s == "fail" for s in statuses.values()) == sorted(beyond.values()), (
+            statuses,
+            beyond,
+        )
+        waits_beyond_limit = any(beyond.values())
+    # the job succeeded either way: a loader waiting beyond the limit fails the verdict and
+    # the exit code, as in `hostcheck run`
+    expected = ("fail", 1) if waits_beyond_limit else ("pass", 0)
+    assert (document["verdict"], code) == expected, stderr
 
 
 # ------------------------------------------------------------------ the seed article
@@ -322,5 +340,7 @@ def test_ddp_with_hostcheck_settings_shares_the_host_between_ranks(tmp_path):
     document, code, stderr = run_job(
         ddp_command("--hostcheck-settings"), tmp_path / "ddp.json", env
     )
-    assert_completed(document, code, stderr)
+    # one worker of 160 ms a batch against a step whose compute a busy machine stretches:
+    # whether the wait passes 5 % depends on the load, the verdict's consistency does not
+    assert_completed(document, code, stderr, waits_beyond_limit=None)
     check_ranks(document, expected_settings(kwargs, DDP_BATCH))
