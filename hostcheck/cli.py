@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from hostcheck import __version__, interrupt
@@ -206,7 +208,47 @@ def _fleet_parser(commands: argparse._SubParsersAction) -> None:
         "since the baseline (the previous audit folder next to DIR, by default). Exit 1 "
         "when a host failed, broke, could not be reached or its report could not be read.",
     )
-    fleet.add_argument("directory", metavar="DIR", help="audit folder of <host>.json files")
+    fleet.add_argument(
+        "directory", metavar="DIR", nargs="?", help="audit folder of <host>.json files"
+    )
+    fleet.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="read the hosts from this Prometheus (http://HOST:9090) instead of DIR: the "
+        "hostcheck timer's textfile series as node_exporter serves them",
+    )
+    fleet.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --prometheus: the instant to read (RFC 3339, Unix seconds or a duration "
+        "ago such as 1h; default: now)",
+    )
+    fleet.add_argument(
+        "--baseline-at",
+        metavar="TIME",
+        help="with --prometheus: compare with the hosts at this earlier instant (as --at; a "
+        "duration counts back from --at)",
+    )
+    fleet.add_argument(
+        "--selector",
+        metavar="MATCHERS",
+        default="",
+        help='with --prometheus: label matchers that narrow every query, e.g. job="node"',
+    )
+    fleet.add_argument(
+        "--host-label",
+        metavar="LABEL",
+        default="instance",
+        help="with --prometheus: the label that names a host (default: instance; hostname "
+        "takes the name the host gives itself)",
+    )
+    fleet.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="with --prometheus: how long to wait for each answer (default: 30)",
+    )
     baseline = fleet.add_mutually_exclusive_group()
     baseline.add_argument(
         "--baseline",
@@ -252,7 +294,6 @@ def _loop_assignments(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
-    import time
 
     from rich.console import Console
     from rich.text import Text
@@ -470,17 +511,21 @@ def _fleet_baseline(args: argparse.Namespace) -> tuple[object, str | None, str]:
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from hostcheck.fleet.analyze import Baseline, analyze
     from hostcheck.fleet.load import default_jobs, read_folders, saved_summary
-    from hostcheck.fleet.render import RENDERERS
-    from hostcheck.fleet.render_table import render_table
     from hostcheck.fleet.settings import FleetSettings
-    from hostcheck.report.writers import write_report_text
 
-    if not os.path.isdir(args.directory):
-        raise UsageError(f"{args.directory}: not a directory")
+    if args.prometheus:
+        if args.directory or args.baseline:
+            raise UsageError("--prometheus reads the hosts: no DIR or --baseline with it")
+    else:
+        if not args.directory:
+            raise UsageError("give an audit folder DIR or --prometheus URL")
+        for option in ("at", "baseline_at", "selector"):
+            if getattr(args, option):
+                raise UsageError(f"--{option.replace('_', '-')} needs --prometheus")
+        if not os.path.isdir(args.directory):
+            raise UsageError(f"{args.directory}: not a directory")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be 1 or more")
     targets = _check_report_targets(args.report, FLEET_FORMATS[1:])
@@ -490,6 +535,19 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         targets.append((args.format, "-"))
     profile = _load(args)
     settings = FleetSettings.from_profile(profile.values)
+    if args.prometheus:
+        source, entries, baseline, note = _fleet_from_prometheus(args)
+        report = analyze(
+            source,
+            entries,
+            settings,
+            baseline,
+            profile_name=profile.name,
+            profile_sources=profile.sources,
+            fail_on=args.fail_on,
+            baseline_note=note,
+        )
+        return _show_fleet(report, args, targets)
     baseline, baseline_folder, note = _fleet_baseline(args)
     if baseline_folder and (summary := saved_summary(baseline_folder)) is not None:
         baseline, baseline_folder = Baseline(baseline_folder, "fleet", summary), None
@@ -514,6 +572,56 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         ignored=current.ignored,
         baseline_note=note,
     )
+    return _show_fleet(report, args, targets)
+
+
+def _fleet_from_prometheus(args: argparse.Namespace) -> tuple[str, list, object, str]:
+    """(what the hosts were read from, the hosts, the baseline or None, note without one)."""
+    from hostcheck.fleet.analyze import Baseline
+    from hostcheck.fleet.prometheus import PrometheusError, Source, parse_time, read_entries
+
+    if not args.prometheus.startswith(("http://", "https://")):
+        raise UsageError(f"--prometheus {args.prometheus}: not an http:// or https:// URL")
+    if not 0 < args.timeout <= 3600:
+        raise UsageError("--timeout must be more than 0 and at most 3600 seconds")
+    now = time.time()
+    try:
+        at = parse_time(args.at, now) if args.at else now
+    except ValueError as exc:
+        raise UsageError(f"--at: {exc}") from None
+    try:
+        before = parse_time(args.baseline_at, at) if args.baseline_at else None
+    except ValueError as exc:
+        raise UsageError(f"--baseline-at: {exc}") from None
+    if before is not None and before >= at:
+        raise UsageError("--baseline-at must be earlier than --at")
+    source = Source(args.prometheus, args.timeout, args.selector)
+    try:
+        entries = read_entries(source, at, args.host_label)
+        baseline = None
+        if before is not None:
+            baseline = Baseline(
+                f"{args.prometheus} at {_utc(before)}",
+                "prometheus",
+                read_entries(source, before, args.host_label),
+            )
+    except PrometheusError as exc:
+        raise UsageError(str(exc)) from None
+    note = "" if baseline else "not compared (no --baseline-at)"
+    return f"{args.prometheus} at {_utc(at)}", entries, baseline, note
+
+
+def _utc(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _show_fleet(report, args: argparse.Namespace, targets: list) -> int:
+    from rich.console import Console
+
+    from hostcheck.fleet.render import RENDERERS
+    from hostcheck.fleet.render_table import render_table
+    from hostcheck.report.writers import write_report_text
+
     if args.format == "table":
         to_stdout = any(path == "-" for _, path in targets)
         render_table(report, Console(stderr=to_stdout, highlight=False))

@@ -17,7 +17,7 @@ FAILING = ("fail", "error", *NOT_ASSESSED)
 @dataclass
 class Baseline:
     source: str  # the folder or file compared against
-    kind: str  # folder | fleet (a fleet JSON output) | report (one host's report)
+    kind: str  # folder | fleet (a fleet JSON output) | report (one host's report) | prometheus
     entries: list[HostEntry]
 
 

@@ -194,6 +194,7 @@ def render_prom(document: dict) -> str:
             f'variables="{prom_label(",".join(variables))}"}} 1'
             for check_id, variables in remedied
         ]
+    lines += _fleet_lines(document)
     lines += _loop_lines(document)
     interval = (document.get("schedule") or {}).get("interval_s")
     if interval:
@@ -217,6 +218,80 @@ def render_prom(document: dict) -> str:
                 f'finding="{prom_label(finding["name"])}"}} {prom_value(number)}'
             )
     return "\n".join(lines) + "\n"
+
+
+# What `hostcheck fleet --prometheus` reads besides the statuses and numbers: the host's
+# facts, why a check did not pass, the findings that are not numbers, the DataLoader settings.
+HOST_FACTS = (
+    "os",
+    "kernel",
+    "cpu_model",
+    "gpu_model",
+    "gpu_count",
+    "driver",
+    "cuda_driver",
+    "torch",
+    "pillow",
+)
+
+
+def _labels(pairs: dict[str, Any]) -> str:
+    return ",".join(
+        f'{name}="{prom_label("" if value is None else _label_text(value))}"'
+        for name, value in pairs.items()
+    )
+
+
+def _label_text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _fleet_lines(document: dict) -> list[str]:
+    """The report as `hostcheck fleet` boils it down (hostcheck.fleet.extract), as info series:
+    a fleet read from Prometheus sees what a fleet of report files sees."""
+    from hostcheck.fleet.extract import from_report
+
+    entry = from_report(document, "", "")
+    facts = {"hostname": entry.hostname, **{fact: entry.facts.get(fact) for fact in HOST_FACTS}}
+    lines = [
+        "# HELP hostcheck_host_info What the last run found the host to be (fleet groups hosts "
+        "of the same hardware by it).",
+        "# TYPE hostcheck_host_info gauge",
+        f"hostcheck_host_info{{{_labels(facts)}}} 1",
+    ]
+    if entry.problems:
+        lines += [
+            "# HELP hostcheck_check_problem_info Why a check did not pass, in its own words.",
+            "# TYPE hostcheck_check_problem_info gauge",
+        ]
+        lines += [
+            f"hostcheck_check_problem_info{{{_labels({'check': check, 'summary': summary})}}} 1"
+            for check, summary in entry.problems.items()
+        ]
+    texts = {
+        key: value
+        for key, value in entry.values.items()
+        if isinstance(value, (bool, str)) and not key.endswith("'")
+    }
+    if texts:
+        lines += [
+            "# HELP hostcheck_finding_info A finding whose value is not a number: text, or "
+            "true/false (type bool).",
+            "# TYPE hostcheck_finding_info gauge",
+        ]
+        for key, value in texts.items():
+            check, finding = key.split(".", 1)
+            kind = "bool" if isinstance(value, bool) else "text"
+            pairs = {"check": check, "finding": finding, "type": kind, "value": value}
+            lines.append(f"hostcheck_finding_info{{{_labels(pairs)}}} 1")
+    if entry.dataloader:
+        lines += [
+            "# HELP hostcheck_dataloader_info The state of the host's DataLoader settings file "
+            "and the settings it recommends.",
+            "# TYPE hostcheck_dataloader_info gauge",
+            f"hostcheck_dataloader_info{{{_labels(entry.dataloader)}}} 1",
+        ]
+    return lines
 
 
 def _loop_lines(document: dict) -> list[str]:

@@ -105,3 +105,40 @@ class Prometheus:
                 raise AssertionError(f"not {what} after {timeout:.0f} s")
             time.sleep(0.5)
         return time.monotonic() - start
+
+
+def textfiles_to_openmetrics(snapshots: Sequence[tuple[float, dict[tuple[str, str], str]]]) -> str:
+    """node_exporter textfiles as one OpenMetrics input for `promtool tsdb create-blocks-from
+    openmetrics`: per snapshot (Unix seconds, {(job, instance): textfile}), every sample
+    stamped with its time and labelled with its target, as a scrape would have stored it."""
+    families: dict[str, list[str]] = {}
+    for at, textfiles in sorted(snapshots, key=lambda snapshot: snapshot[0]):
+        for (job, instance), text in textfiles.items():
+            target = f'job="{job}",instance="{instance}"'
+            for line in text.splitlines():
+                if not line or line.startswith("#"):
+                    continue
+                name_and_labels, value = line.rsplit(" ", 1)
+                name, _, labels = name_and_labels.partition("{")
+                labels = f"{target},{labels}" if labels else f"{target}}}"
+                families.setdefault(name, []).append(f"{name}{{{labels} {value} {at:.3f}")
+    lines = []
+    for name, samples in families.items():
+        lines.append(f"# TYPE {name} gauge")
+        lines += samples
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def prometheus_over(folder: Path, openmetrics: str) -> Prometheus:
+    """A Prometheus serving these samples (TSDB blocks made by promtool), scraping nothing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "samples.om"
+    source.write_text(openmetrics)
+    promtool = shutil.which("promtool") or "/usr/bin/promtool"
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source),
+         str(folder / "data")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    source.unlink()
+    return Prometheus(folder, []).start()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -119,6 +121,58 @@ def test_a_healthy_fleet_raises_no_hostcheck_alert(monitored):
     intervals = prometheus.query("hostcheck_run_interval_seconds")
     assert {s["value"][1] for s in intervals} == {"20"}
     assert hostcheck_alerts(prometheus) == []
+
+
+def fleet_json(*args: str) -> tuple[int, dict, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "hostcheck", "fleet", "--format", "json", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
+
+
+def test_the_fleet_read_from_prometheus_is_the_fleet_of_the_same_runs_report_files(
+    monitored, tmp_path
+):
+    """The timer's run writes timer.json and the textfile: with the timers held still, the
+    fleet of those report files and the fleet Prometheus scraped say the same of each host."""
+    fleet, prometheus, _ = monitored
+    hosts = fleet.hosts()
+    try:
+        for host in hosts:
+            sh(fleet, host, "systemctl stop hostcheck.timer && "
+               "while systemctl -q is-active hostcheck.service; do sleep 0.2; done")  # fmt: skip
+        started = {}
+        for host in hosts:
+            text = sh(fleet, host, "cat /var/lib/hostcheck/timer.json")
+            (tmp_path / f"{host.name}.json").write_text(text)
+            started[f"{host.address}:9100"] = json.loads(text)["started_at"]
+
+        def scraped() -> bool:
+            found = prometheus.query("hostcheck_last_run_timestamp_seconds")
+            at = {s["metric"]["instance"]: float(s["value"][1]) for s in found}
+            return at.keys() == started.keys() and all(
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at[i])) == started[i]
+                for i in started
+            )
+
+        prometheus.wait(scraped, "the last runs scraped", 30)
+        code, files, err = fleet_json(str(tmp_path), "--no-baseline")
+        code_p, served, err_p = fleet_json(
+            "--prometheus", prometheus.url, "--host-label", "hostname"
+        )
+    finally:
+        for host in hosts:
+            sh(fleet, host, "systemctl start hostcheck.timer")
+    assert code == code_p == 0, err + err_p
+
+    def shown(document):
+        return {h["host"]: {k: v for k, v in h.items() if k != "file"} for h in document["hosts"]}
+
+    assert shown(served) == shown(files)
+    assert sorted(shown(served)) == [h.name for h in hosts]
+    assert served["checks"] == files["checks"] and served["verdicts"] == files["verdicts"]
+    assert served["outliers"] == files["outliers"]
 
 
 def test_the_dashboards_queries_run_on_the_real_prometheus(monitored):
