@@ -72,9 +72,6 @@ def monitored(make_fleet, tmp_path_factory):
     hosts = fleet.hosts()
     with ThreadPoolExecutor(len(hosts)) as pool:
         list(pool.map(lambda h: sh(fleet, h, node_exporter_command(h.address), 600), hosts))
-    # pip byte-compiles torch's thousands of files otherwise: most of this fixture's time
-    for host in hosts:
-        sh(fleet, host, "echo 'PIP_NO_COMPILE=\"1\"' >> /etc/environment")
     wheel = build_wheel(CHECKOUT, tmp_path_factory.mktemp("wheels"))
     values = {**VALUES, "hostcheck_wheel": wheel}
     run = run_playbook(fleet, PLAYBOOK, extra_vars=values)
