@@ -16,6 +16,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,9 +121,35 @@ def _text(value: str) -> Any:
     return None if value == "" else value
 
 
+# What read_entries asks, all at once: the server evaluates one query while this process
+# parses the answer of another (10,000 hosts are about a million series).
+QUERIES = {
+    "hostcheck_info": "",
+    "hostcheck_host_info": "",
+    "hostcheck_last_run_timestamp_seconds": "",
+    "hostcheck_check_status": " == 1",
+    "hostcheck_check_problem_info": "",
+    "hostcheck_finding_value": "",
+    "hostcheck_finding_info": "",
+    "hostcheck_dataloader_info": "",
+    "up": "",
+}
+
+
 def read_entries(source: Source, at: float, host_label: str = "instance") -> list[HostEntry]:
     """Every host of the jobs that serve hostcheck series, as fleet sees a report file."""
-    infos = source.series("hostcheck_info", at)
+    with ThreadPoolExecutor(len(QUERIES)) as pool:
+        asked = {
+            metric: pool.submit(source.series, metric, at, condition)
+            for metric, condition in QUERIES.items()
+        }
+        return _entries(
+            {metric: answer.result for metric, answer in asked.items()}, source, at, host_label
+        )
+
+
+def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[HostEntry]:
+    infos = answers["hostcheck_info"]()
     if not infos:
         where = f" matching {{{source.selector}}}" if source.selector else ""
         raise PrometheusError(
@@ -142,7 +169,7 @@ def read_entries(source: Source, at: float, host_label: str = "instance") -> lis
             facts={"hostcheck": labels.get("version", "")},
         )
         names[target] = labels.get(host_label) or target[1]
-    for sample in source.series("hostcheck_host_info", at):
+    for sample in answers["hostcheck_host_info"]():
         entry = entries.get(_target(sample))
         if entry is None:
             continue
@@ -154,25 +181,25 @@ def read_entries(source: Source, at: float, host_label: str = "instance") -> lis
         entry.facts["gpu_count"] = int(count) if count and count.isdecimal() else 0
         if host_label in labels:
             names[_target(sample)] = labels[host_label]
-    for sample in source.series("hostcheck_last_run_timestamp_seconds", at):
+    for sample in answers["hostcheck_last_run_timestamp_seconds"]():
         entry = entries.get(_target(sample))
         if entry is not None:
             moment = dt.datetime.fromtimestamp(float(sample["value"][1]), dt.timezone.utc)
             entry.started_at = f"{moment:%Y-%m-%dT%H:%M:%SZ}"
-    for sample in source.series("hostcheck_check_status", at, " == 1"):
+    for sample in answers["hostcheck_check_status"]():
         entry = entries.get(_target(sample))
         if entry is not None:
             entry.checks[sample["metric"]["check"]] = sample["metric"]["status"]
-    for sample in source.series("hostcheck_check_problem_info", at):
+    for sample in answers["hostcheck_check_problem_info"]():
         entry = entries.get(_target(sample))
         if entry is not None:
             entry.problems[sample["metric"]["check"]] = sample["metric"].get("summary", "")
-    for sample in source.series("hostcheck_finding_value", at):
+    for sample in answers["hostcheck_finding_value"]():
         entry = entries.get(_target(sample))
         if entry is not None:
             labels = sample["metric"]
             entry.values[f"{labels['check']}.{labels['finding']}"] = _number(sample["value"][1])
-    for sample in source.series("hostcheck_finding_info", at):
+    for sample in answers["hostcheck_finding_info"]():
         entry = entries.get(_target(sample))
         if entry is not None:
             labels = sample["metric"]
@@ -180,7 +207,7 @@ def read_entries(source: Source, at: float, host_label: str = "instance") -> lis
             if labels.get("type") == "bool":
                 value = value == "true"
             entry.values[f"{labels['check']}.{labels['finding']}"] = value
-    for sample in source.series("hostcheck_dataloader_info", at):
+    for sample in answers["hostcheck_dataloader_info"]():
         entry = entries.get(_target(sample))
         if entry is not None:
             entry.dataloader = dataloader_of(_dataloader_settings(sample["metric"]))
@@ -188,7 +215,7 @@ def read_entries(source: Source, at: float, host_label: str = "instance") -> lis
     for entry in entries.values():  # a report's order of checks, which fleet's tables keep
         entry.checks = dict(sorted(entry.checks.items(), key=lambda item: order(item[0])))
         entry.problems = {c: entry.problems[c] for c in entry.checks if c in entry.problems}
-    return _named(entries, names) + _absent(source, at, set(entries))
+    return _named(entries, names) + _absent(answers["up"](), set(entries))
 
 
 def _check_order():
@@ -222,12 +249,12 @@ def _named(entries: dict[tuple[str, str], HostEntry], names: dict) -> list[HostE
     return found
 
 
-def _absent(source: Source, at: float, reporting: set) -> list[HostEntry]:
+def _absent(targets: list[dict], reporting: set) -> list[HostEntry]:
     """Targets of the reporting jobs without hostcheck series: no-report when up,
     unreachable when down."""
     jobs = {job for job, _ in reporting}
     found = []
-    for sample in source.series("up", at):
+    for sample in targets:
         target = _target(sample)
         if target in reporting or target[0] not in jobs:
             continue
