@@ -33,11 +33,6 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 MARKER = "HOSTCHECK_SANDBOX"
 HOSTINIT = Path(__file__).with_name("hostinit.py")
 GROUP_VARS = CHECKOUT / "inventory" / "sandbox_group_vars"
-# Every SSH session's environment on the hosts, besides this machine's PIP_* settings. pip
-# byte-compiles what it installs otherwise: torch and its dependencies, installed on many hosts
-# of the suite, cost about 10 s of CPU each for .pyc files nothing here reads.
-# (PIP_COMPILE=0, not PIP_NO_COMPILE=1: pip reads the latter as compile=1.)
-SESSION_SETTINGS = {"PIP_COMPILE": "0"}
 
 
 def fleet_id(checkout: Path, instance: str = "main") -> str:
@@ -214,11 +209,7 @@ class Fleet:
                 "UsePAM yes\nUseDNS no\nMaxStartups 100:30:200\nMaxSessions 100\n"
             ),
             "etc/environment": "".join(
-                f'{k}="{v}"\n'
-                for k, v in {
-                    **sources.session_environment(dict(os.environ)),
-                    **SESSION_SETTINGS,
-                }.items()
+                f'{k}="{v}"\n' for k, v in sources.session_environment(dict(os.environ)).items()
             ),
             "root/.ssh/authorized_keys": self.key_file.with_suffix(".pub").read_text(),
             # the host's /dev is its own: udev's names of its disks, made at boot

@@ -8,9 +8,12 @@ by tests/jobs/sample_cost.py). Within 15 % of the predicted data-wait fraction, 
 This is a shared 2-core machine. Each measured run (job or cost) runs in a session of its own
 with a larger CPU share (tests/jobs/isolated.py; other test modules and sandbox fleets run
 beside this one), and a run off the arithmetic is measured again, up to three tries; the
-assertion message lists every try. The points are chosen where the arithmetic holds on two
-cores: sleeping samples (no core used while loading), or CPU samples with one worker
-next to a training process of one thread, each on its own core.
+assertion message lists every try. A point off the arithmetic only in tries during which other
+tasks waited for a CPU most of the time (/proc/pressure/cpu) measured the machine's load, not
+the job: the test skips and says so, as tests/unit/test_loop_model.py does. The points are
+chosen where the arithmetic holds on two cores: sleeping samples (no core used while
+loading), or CPU samples with one worker next to a training process of one thread, each on its
+own core.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,6 +47,9 @@ from tests.jobs.scripts import (
 
 TOLERANCE = 0.15
 TRIES = 3
+# Share of a try's time some task waited for a CPU (/proc/pressure/cpu) above which the try
+# timed other load: alone here, a job measures 0.03 to 0.04.
+SPOILED_PRESSURE = 0.5
 # The seed article's experiment: 1024 samples of 5 ms, batch 64.
 SEED_COST_S, SEED_BATCH = 0.005, 64
 DDP_COST_S, DDP_BATCH = 0.005, 32  # ddp_train.py's defaults: --sample-ms 5, --batch-size 32
@@ -78,6 +85,25 @@ def judge(loader: dict, cost_s: float, batch: int, rank: dict) -> tuple[bool, st
     )
 
 
+def cpu_pressure() -> tuple[float, float] | None:
+    """(now, microseconds some task waited for a CPU, from the kernel's pressure stall
+    information), or None where the kernel has none."""
+    try:
+        text = Path("/proc/pressure/cpu").read_text()
+    except OSError:
+        return None
+    total = re.search(r"^some .*total=([0-9]+)", text, re.M)
+    return (time.monotonic(), float(total[1])) if total else None
+
+
+def pressure_since(start: tuple[float, float] | None) -> float | None:
+    """The share of the time since `start` that some task waited for a CPU."""
+    end = cpu_pressure()
+    if start is None or end is None or end[0] <= start[0]:
+        return None
+    return (end[1] - start[1]) / 1e6 / (end[0] - start[0])
+
+
 def job_run(tmp_path: Path, name: str, command: list[str], env: dict, cost, batch: int):
     """run() for measured_until_close: `command` under hostcheck job, and the cost of a
     sample: a number known beforehand, or a function that measures it (called right before
@@ -87,26 +113,39 @@ def job_run(tmp_path: Path, name: str, command: list[str], env: dict, cost, batc
     def run():
         cost_s = cost() if callable(cost) else cost
         report = tmp_path / f"{name}-{next(tries)}.json"
+        began = cpu_pressure()
         document, code, stderr = run_job(command, report, env)
+        pressure = pressure_since(began)
         assert_completed(document, code, stderr)
-        return document, cost_s, batch
+        return document, cost_s, batch, pressure
 
     return run
 
 
 def measured_until_close(run, check_settings) -> tuple[dict, list[str]]:
-    """Run (run() -> (report, cost_s, batch)) up to TRIES times until every loader is within
-    TOLERANCE; check_settings(report) asserts what must hold on every try."""
+    """Run (run() -> (report, cost_s, batch, CPU pressure)) up to TRIES times until every
+    loader is within TOLERANCE; check_settings(report) asserts what must hold on every try.
+    A try during which other tasks waited for a CPU most of the time (SPOILED_PRESSURE) timed
+    the machine's other load: a point off the arithmetic only in such tries skips, saying so."""
     lines: list[str] = []
+    clean_tries = 0
     for attempt in range(1, TRIES + 1):
-        document, cost_s, batch = run()
+        document, cost_s, batch, pressure = run()
         check_settings(document)
         verdicts = [judge(loader, cost_s, batch, rank) for rank, loader in loaders_of(document)]
-        lines += [f"try {attempt}: {line}" for _, line in verdicts]
+        spoiled = pressure is not None and pressure > SPOILED_PRESSURE
+        clean_tries += not spoiled
+        load = "" if pressure is None else f", CPU pressure {pressure:.2f}"
+        lines += [f"try {attempt}{load}: {line}" for _, line in verdicts]
         if all(ok for ok, _ in verdicts):
             print("\n".join(lines))  # the figures, for pytest -s or -rP
             return document, lines
-    raise AssertionError("data-wait off the arithmetic:\n" + "\n".join(lines))
+    if clean_tries:
+        raise AssertionError("data-wait off the arithmetic:\n" + "\n".join(lines))
+    pytest.skip(
+        f"other load kept tasks waiting for a CPU over {SPOILED_PRESSURE:.0%} of every try: "
+        + "; ".join(lines)
+    )
 
 
 def expected_settings(kwargs: dict, batch: int) -> dict:
