@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fleet_scale import real_report, varied
+from benchmarks.fleet_scale import real_report, timed_subprocess, varied
 from hostcheck.report.writers import render_prom
 from tests.integration.prometheus_server import (
     prometheus_over,
@@ -36,21 +36,6 @@ from tests.integration.prometheus_server import (
 
 GOAL_S = 10.0
 ROUNDS = 3
-
-
-def timed(*args: str) -> float:
-    """hostcheck fleet end to end, its table (the default output) to /dev/null."""
-    began = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "hostcheck", "fleet", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=False,
-    )
-    if done.returncode not in (0, 1):
-        sys.exit(f"hostcheck fleet {' '.join(args)} failed: {done.stderr.strip()}")
-    return time.perf_counter() - began
 
 
 def verdicts(*args: str) -> tuple[dict, list]:
@@ -97,8 +82,8 @@ def main() -> None:
         from_files, from_prometheus = [], []
         served_args = ("--prometheus", prometheus.url, "--at", f"{at:.3f}")
         for _ in range(ROUNDS):
-            from_files.append(timed(str(folder), "--no-baseline"))
-            from_prometheus.append(timed(*served_args))
+            from_files.append(timed_subprocess([str(folder), "--no-baseline"])[0])
+            from_prometheus.append(timed_subprocess(list(served_args))[0])
         same = verdicts(str(folder), "--no-baseline") == verdicts(*served_args)
         files_s, served_s = statistics.median(from_files), statistics.median(from_prometheus)
         print(f"hostcheck fleet DIR (report files):     median {files_s:.2f} s of {ROUNDS}")

@@ -24,7 +24,7 @@ from hostcheck.fleet.entry import HostEntry
 from hostcheck.fleet.extract import comparable, dataloader_of
 from hostcheck.report.writers import HOST_FACTS
 
-TARGET = ("job", "instance")  # the labels Prometheus gives every scraped series
+TIMEOUTS = (socket.timeout, TimeoutError)  # one class from Python 3.10 on
 DURATION = re.compile(r"^(\d+)(ms|s|m|h|d|w|y)$")
 SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 
@@ -52,13 +52,12 @@ class Source:
                 text = response.read()
         except urllib.error.HTTPError as exc:
             raise PrometheusError(f"{self.url}: {_server_error(exc)}") from None
-        except (socket.timeout, TimeoutError):
-            raise PrometheusError(f"{self.url}: no answer within {self.timeout:g} s") from None
         except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (socket.timeout, TimeoutError)):
+            if isinstance(exc.reason, TIMEOUTS):
                 raise PrometheusError(f"{self.url}: no answer within {self.timeout:g} s") from None
-            raise PrometheusError(f"{self.url}: cannot connect: {reason}") from None
+            raise PrometheusError(f"{self.url}: cannot connect: {exc.reason}") from None
+        except TIMEOUTS:
+            raise PrometheusError(f"{self.url}: no answer within {self.timeout:g} s") from None
         except (OSError, ValueError) as exc:
             raise PrometheusError(f"{self.url}: {exc}") from None
         try:
