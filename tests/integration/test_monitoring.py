@@ -72,10 +72,6 @@ def monitored(make_fleet, tmp_path_factory):
     hosts = fleet.hosts()
     with ThreadPoolExecutor(len(hosts)) as pool:
         list(pool.map(lambda h: sh(fleet, h, node_exporter_command(h.address), 600), hosts))
-    # No test here reads what Python writes into the venv, so pip may skip byte-compiling torch
-    # (about 10 s of CPU a host). PIP_COMPILE=0: pip reads PIP_NO_COMPILE=1 as compile=1.
-    for host in hosts:
-        sh(fleet, host, "echo 'PIP_COMPILE=\"0\"' >> /etc/environment")
     wheel = build_wheel(CHECKOUT, tmp_path_factory.mktemp("wheels"))
     values = {**VALUES, "hostcheck_wheel": wheel}
     run = run_playbook(fleet, PLAYBOOK, extra_vars=values)
