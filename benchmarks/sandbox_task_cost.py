@@ -36,13 +36,21 @@ def host_cpu_seconds(fleet: Fleet, name: str) -> float:
     raise SystemExit("no cgroup2 cpu.stat for the host: this machine has no cgroup2 hierarchy")
 
 
+def switch(fleet: Fleet, host, command: str) -> None:
+    """Turn the cache off or on (or check that it is on); a failure ends the benchmark."""
+    done = fleet.ssh(host, command)
+    if done.returncode != 0:
+        raise SystemExit(f"{host.name}: {command}: {done.stderr.strip()}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     task = "    - ansible.builtin.command: 'true'\n      changed_when: false\n"
-    playbook = Path(tempfile.mkdtemp(prefix="task-cost-")) / "tasks.yml"
+    folder = tempfile.TemporaryDirectory(prefix="task-cost-")
+    playbook = Path(folder.name) / "tasks.yml"
     playbook.write_text("- hosts: gpu_nodes\n  gather_facts: false\n  tasks:\n" + task * args.tasks)
     fleet = Fleet(instance="bench-task-cost", log=lambda message: None)
     per_task: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
@@ -53,17 +61,19 @@ def main() -> int:
         for _ in range(args.repeats):
             for mode in ("with", "without"):
                 off = mode == "without"
-                fleet.ssh(host, f"mv {PTH} {PTH}.off" if off else f"test -e {PTH}")
+                switch(fleet, host, f"mv {PTH} {PTH}.off" if off else f"test -e {PTH}")
                 before = host_cpu_seconds(fleet, host.name)
                 run = measured(lambda: run_playbook(fleet, str(playbook)))
                 used = host_cpu_seconds(fleet, host.name) - before
-                fleet.ssh(host, f"mv {PTH}.off {PTH}" if off else "true")
+                if off:
+                    switch(fleet, host, f"mv {PTH}.off {PTH}")
                 if run.returncode != 0:
                     raise SystemExit(f"the playbook failed on {host.name} ({mode} the cache)")
                 per_task[mode].append((used / args.tasks, run.cpu / args.tasks))
                 print(f"{mode:>8} {used / args.tasks:16.3f} {run.cpu / args.tasks:22.3f}")
     finally:
         fleet.down(quiet=True)
+        folder.cleanup()
     with_host = statistics.median(h for h, _ in per_task["with"])
     without_host = statistics.median(h for h, _ in per_task["without"])
     print(

@@ -115,7 +115,7 @@ def run_playbook(
     diff: bool = False,
     limit: str | None = None,
     tags: str | None = None,
-    timeout: float = 2700,  # a hung run's stop: site.yml on six kinds took 20 min in a loaded run
+    timeout: float = 2700,  # a hung run's stop: site.yml on six kinds took 27.5 min in the suite
     forks: int | None = None,
     controller: Controller = CHECKOUT_CONTROLLER,
     inventory: Path | None = None,

@@ -84,9 +84,9 @@ def shared_read_only() -> list[str]:
 def session_environment(environ: dict[str, str], byte_compile: bool = True) -> dict[str, str]:
     """pip settings that live in environment variables, for /etc/environment of the hosts;
     byte_compile=False adds PIP_COMPILE=0 (pip reads PIP_NO_COMPILE=1 as compile=1)."""
-    pip = {k: v for k, v in environ.items() if k.startswith("PIP_")}
+    compile_settings = () if byte_compile else ("PIP_COMPILE", "PIP_NO_COMPILE")
+    pip = {k: v for k, v in environ.items() if k.startswith("PIP_") and k not in compile_settings}
     if not byte_compile:
-        pip = {k: v for k, v in pip.items() if k not in ("PIP_COMPILE", "PIP_NO_COMPILE")}
         pip["PIP_COMPILE"] = "0"
     return dict(sorted(pip.items()))
 
