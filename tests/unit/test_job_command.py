@@ -360,3 +360,32 @@ def test_reports_in_json_junit_and_prom_forms(tmp_path):
         if line.startswith('hostcheck_finding_value{check="job-loader1",finding="data-wait"')
     )
     assert abs(float(line.split()[-1]) - wait) < 1e-6
+
+
+def _close_then_die_by_sigbus(connection):
+    connection.close()
+    time.sleep(0.3)
+    signal.raise_signal(signal.SIGBUS)
+
+
+def test_a_reset_connection_waits_to_see_which_signal_ended_the_worker():
+    """A worker's end of its connection closes before the kernel reports the worker dead:
+    the probe, seeing the reset, waits for the worker to be seen dead before it names the
+    signal (a clean-clone run got a bare ConnectionResetError)."""
+    import multiprocessing
+
+    from hostcheck.job.inject._hostcheck_job_probe import _worker_deaths
+
+    context = multiprocessing.get_context("fork")
+    ours, theirs = context.Pipe()
+    worker = context.Process(target=_close_then_die_by_sigbus, args=(theirs,))
+    worker.start()
+    theirs.close()
+    with pytest.raises(EOFError) as ended:
+        ours.recv()
+
+    class Iterator:
+        _workers = (worker,)
+
+    assert _worker_deaths(Iterator(), ended.value) == f" (worker pid {worker.pid} killed by SIGBUS)"
+    assert _worker_deaths(Iterator(), ValueError("the dataset's own error")).endswith("SIGBUS)")

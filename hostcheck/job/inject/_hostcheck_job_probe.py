@@ -202,14 +202,24 @@ def _cpu_seconds(pid: int):
         return None
 
 
-def _worker_deaths(iterator) -> str:
+def _worker_deaths(iterator, exc: BaseException) -> str:
     """' (worker pid N killed by SIGBUS)' for workers a signal ended: PyTorch's message
     does not always say which signal."""
     import signal
 
+    # A dying worker's end of the connection closes before the kernel reports its exit:
+    # after a reset or EOF, give the workers a moment to be seen dead.
+    ended_connection = isinstance(exc, (ConnectionError, EOFError))
+    deadline = time.monotonic() + (1.0 if ended_connection else 0.0)
     deaths = []
     for worker in getattr(iterator, "_workers", ()):
         code = getattr(worker, "exitcode", None)
+        if code is None and ended_connection:
+            try:
+                worker.join(max(0.0, deadline - time.monotonic()))
+            except Exception:  # not a child of this process, or already closed
+                pass
+            code = getattr(worker, "exitcode", None)
         if code is not None and code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -275,7 +285,7 @@ def _patch(module) -> None:
             flush()
             raise
         except BaseException as exc:
-            loader.failure = _one_line(exc) + _worker_deaths(self)
+            loader.failure = _one_line(exc) + _worker_deaths(self, exc)
             flush()
             raise
         ended = time.perf_counter()
