@@ -4,6 +4,7 @@ settings against hostcheck's own schema, and defaults that match meta/argument_s
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -126,6 +127,61 @@ def test_wheel_info_errors_are_one_line(tmp_path):
     assert done.returncode == 1 and "cannot read the wheel" in done.stderr
     done = wheel_info("build", str(tmp_path), str(tmp_path / "cache"))
     assert done.returncode == 1 and f"{tmp_path}: no pyproject.toml here" in done.stderr
+
+
+def load_wheel_info():
+    spec = importlib.util.spec_from_file_location("wheel_info", ROLE / "files" / "wheel_info.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny_source(folder: Path) -> Path:
+    (folder / "tiny").mkdir(parents=True)
+    (folder / "tiny" / "__init__.py").write_text("VALUE = 1\n")
+    (folder / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "tiny"\nversion = "1.0"\n[tool.setuptools]\npackages = ["tiny"]\n'
+    )
+    return folder
+
+
+def test_a_source_tree_built_before_is_not_built_again(tmp_path, monkeypatch):
+    wheel_info = load_wheel_info()
+    source, cache = tiny_source(tmp_path / "src"), tmp_path / "cache"
+    first = wheel_info.build(source, cache)
+    assert first["name"] == "tiny" and Path(first["path"]).is_file()
+
+    def no_build(*args, **kwargs):
+        raise AssertionError(f"built again: {args}")
+
+    monkeypatch.setattr(wheel_info.subprocess, "run", no_build)
+    (source / "tiny" / "__pycache__").mkdir()  # ignored by the build, so by the digest too
+    (source / "tiny" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert wheel_info.build(source, cache) == first
+    monkeypatch.undo()
+
+    (source / "tiny" / "__init__.py").write_text("VALUE = 2\n")
+    second = wheel_info.build(source, cache)
+    assert second["record"] != first["record"] and Path(first["path"]).is_file()
+    assert len(list((cache / "sources").iterdir())) == 2
+
+
+def test_the_tree_digest_follows_content_mode_and_links_not_ignored_folders(tmp_path):
+    wheel_info = load_wheel_info()
+    source = tiny_source(tmp_path / "src")
+    digests = [wheel_info.tree_digest(source)]
+    (source / ".cache").mkdir()
+    (source / ".cache" / "big").write_text("ignored")
+    assert wheel_info.tree_digest(source) == digests[0]
+    (source / "tiny" / "__init__.py").chmod(0o755)
+    digests.append(wheel_info.tree_digest(source))
+    (source / "tiny" / "data").symlink_to("__init__.py")
+    digests.append(wheel_info.tree_digest(source))
+    (source / "tiny" / "data").unlink()
+    (source / "tiny" / "data").symlink_to("elsewhere")
+    digests.append(wheel_info.tree_digest(source))
+    assert len(set(digests)) == 4
 
 
 def test_sandbox_settings_pin_torch_and_pass_hostcheck_schema(tmp_path):

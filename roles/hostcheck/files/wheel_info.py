@@ -11,6 +11,9 @@ distribution's RECORD, so the installed files match the wheel exactly when every
 The source is copied to a temporary folder before building, so builds never write into the
 checkout (setuptools' build/ and *.egg-info) and parallel runs never share a build folder.
 Built wheels are kept in CACHE/<content digest>/, written under a temporary name and renamed.
+A source tree built before (the same paths, modes and bytes of everything the build copies) is
+not built again: CACHE/sources/<tree digest> names its wheel (pip wheel takes seconds of CPU on
+every converge otherwise).
 """
 
 from __future__ import annotations
@@ -58,9 +61,47 @@ def inspect(wheel: Path) -> dict:
     }
 
 
+def tree_digest(source: Path) -> str:
+    """sha256 over the relative path, mode and bytes (a link's target) of every file and link
+    the build copies, in a fixed order."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(source):
+        ignored = SKIP(root, [*dirs, *files])
+        dirs[:] = sorted(d for d in dirs if d not in ignored)
+        links = [d for d in dirs if Path(root, d).is_symlink()]  # copied as links, not walked
+        for name in sorted([*(f for f in files if f not in ignored), *links]):
+            path = Path(root, name)
+            digest.update(f"{path.relative_to(source)}\0{path.lstat().st_mode:o}\0".encode())
+            if path.is_symlink():
+                digest.update(os.readlink(path).encode())
+            else:
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:32]
+
+
+def built_before(pointer: Path) -> dict | None:
+    """The wheel a source tree was built into, when it is still in the cache and readable."""
+    try:
+        wheel = Path(pointer.read_text().strip())
+        return inspect(wheel) if wheel.is_file() else None
+    except (OSError, WheelError):
+        return None
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
 def build(source: Path, cache: Path) -> dict:
     if not (source / "pyproject.toml").is_file():
         raise WheelError(f"{source}: no pyproject.toml here")
+    pointer = cache / "sources" / tree_digest(source)
+    known = built_before(pointer)
+    if known is not None:
+        return known
     with tempfile.TemporaryDirectory(prefix="hostcheck-wheel-") as scratch:
         tree, out = Path(scratch) / "src", Path(scratch) / "out"
         shutil.copytree(source, tree, ignore=SKIP, symlinks=True)
@@ -73,10 +114,8 @@ def build(source: Path, cache: Path) -> dict:
         digest = hashlib.sha256("\n".join(info["record"]).encode()).hexdigest()[:16]
         kept = cache / digest / wheels[0].name
         if not kept.is_file():
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            partial = kept.with_name(f".{kept.name}.{os.getpid()}")
-            shutil.copyfile(wheels[0], partial)
-            os.replace(partial, kept)
+            write_whole(kept, wheels[0].read_bytes())
+    write_whole(pointer, f"{kept}\n".encode())
     return {**info, "path": str(kept)}
 
 
