@@ -35,6 +35,20 @@ HOSTINIT = Path(__file__).with_name("hostinit.py")
 GROUP_VARS = CHECKOUT / "inventory" / "sandbox_group_vars"
 ZIPIMPORT_CACHE = Path(__file__).with_name("zipimport_cache.py")
 SYSTEM_PYTHON_PATH = "usr/lib/python3/dist-packages"  # every kind's system Python reads it
+# ccache: Debian's package links gcc's names in /usr/lib/ccache once gcc is in, not cc (which
+# pillow-simd's build runs); the hook adds it then, so a host without a compiler still has none
+CCACHE_FOLDER = "/var/cache/sandbox-ccache"
+CCACHE_CC_HOOK = (
+    'DPkg::Post-Invoke { "if [ -x /usr/bin/gcc ]; then ln -sf ../../bin/ccache '
+    '/usr/lib/ccache/cc; fi"; };\n'
+)
+CCACHE_ENVIRONMENT = {
+    "PATH": "/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "CCACHE_DIR": CCACHE_FOLDER,
+    # pip builds in a new /tmp folder each time: paths relative to it, the folder not hashed
+    "CCACHE_BASEDIR": "/tmp",
+    "CCACHE_NOHASHDIR": "1",
+}
 
 
 def fleet_id(checkout: Path, instance: str = "main") -> str:
@@ -150,6 +164,7 @@ class Fleet:
             check=True,
         )
         shared = sources.shared_read_only()
+        (self.cache / "ccache").mkdir(parents=True, exist_ok=True)
         prefix = address_prefix(self.id)
         hosts = [
             Host(
@@ -216,8 +231,12 @@ class Fleet:
             ),
             "etc/environment": "".join(
                 f'{k}="{v}"\n'
-                for k, v in sources.session_environment(dict(os.environ), self.byte_compile).items()
+                for k, v in {
+                    **sources.session_environment(dict(os.environ), self.byte_compile),
+                    **CCACHE_ENVIRONMENT,
+                }.items()
             ),
+            "etc/apt/apt.conf.d/99sandbox-ccache-cc": CCACHE_CC_HOOK,
             "root/.ssh/authorized_keys": self.key_file.with_suffix(".pub").read_text(),
             # the host's /dev is its own: udev's names of its disks, made at boot
             "etc/tmpfiles.d/sandbox-disks.conf": "".join(
@@ -232,6 +251,9 @@ class Fleet:
             path = upper / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+        if (lower / "usr/bin/gcc").exists():  # look-alikes that come with a compiler
+            (upper / "usr/lib/ccache").mkdir(parents=True, exist_ok=True)
+            (upper / "usr/lib/ccache/cc").symlink_to("../../bin/ccache")
         os.chmod(upper / "root", 0o700)
         os.chmod(upper / "root/.ssh", 0o700)
         os.chmod(upper / "root/.ssh/authorized_keys", 0o600)
@@ -259,6 +281,7 @@ class Fleet:
             "merged": str(folder / "merged"),
             "disks": host.disks,
             "binds": binds,
+            "binds_rw": [(str(self.cache / "ccache"), CCACHE_FOLDER)],
             "marker": f"{MARKER}={self.folder}/{host.name}",
             "cgroups": [str(Path(root) / host.name) for root in self._cgroup_roots()],
         }

@@ -54,6 +54,7 @@ def main() -> int:
         f"--setenv={host['marker']}",
         *(f"--bind={disk['device']}" for disk in host["disks"]),
         *(f"--bind-ro={source}:{target}" for source, target in host["binds"]),
+        *(f"--bind={source}:{target}" for source, target in host.get("binds_rw", [])),
     ]
     os.execvp(argv[0], argv)
     return 1

@@ -43,6 +43,8 @@ PACKAGES = (
     "ca-certificates",
     "pciutils",
     "less",
+    # compiles go through it where a compiler is (tests/sandbox/fleet.py), sharing one cache
+    "ccache",
 )
 # Manual pages, documentation and translations are not needed to test roles.
 DPKG_OPTIONS = (
