@@ -35,13 +35,11 @@ HOSTINIT = Path(__file__).with_name("hostinit.py")
 GROUP_VARS = CHECKOUT / "inventory" / "sandbox_group_vars"
 ZIPIMPORT_CACHE = Path(__file__).with_name("zipimport_cache.py")
 SYSTEM_PYTHON_PATH = "usr/lib/python3/dist-packages"  # every kind's system Python reads it
-# ccache: Debian's package links gcc's names in /usr/lib/ccache once gcc is in, not cc (which
-# pillow-simd's build runs); the hook adds it then, so a host without a compiler still has none
+# ccache (in every root, tests/sandbox/rootfs.py): the compilers a host has are linked in
+# /usr/lib/ccache, first in PATH, and all hosts share one cache, so the same compile runs once
+# for every host and fleet. pip builds in a new /tmp folder each time: paths are taken relative
+# to it and the folder is not hashed.
 CCACHE_FOLDER = "/var/cache/sandbox-ccache"
-CCACHE_CC_HOOK = (
-    'DPkg::Post-Invoke { "if [ -x /usr/bin/gcc ]; then ln -sf ../../bin/ccache '
-    '/usr/lib/ccache/cc; fi"; };\n'
-)
 CCACHE_ENVIRONMENT = {
     "PATH": "/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "CCACHE_DIR": CCACHE_FOLDER,
@@ -236,7 +234,6 @@ class Fleet:
                     **CCACHE_ENVIRONMENT,
                 }.items()
             ),
-            "etc/apt/apt.conf.d/99sandbox-ccache-cc": CCACHE_CC_HOOK,
             "root/.ssh/authorized_keys": self.key_file.with_suffix(".pub").read_text(),
             # the host's /dev is its own: udev's names of its disks, made at boot
             "etc/tmpfiles.d/sandbox-disks.conf": "".join(
@@ -251,9 +248,6 @@ class Fleet:
             path = upper / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
-        if (lower / "usr/bin/gcc").exists():  # look-alikes that come with a compiler
-            (upper / "usr/lib/ccache").mkdir(parents=True, exist_ok=True)
-            (upper / "usr/lib/ccache/cc").symlink_to("../../bin/ccache")
         os.chmod(upper / "root", 0o700)
         os.chmod(upper / "root/.ssh", 0o700)
         os.chmod(upper / "root/.ssh/authorized_keys", 0o600)

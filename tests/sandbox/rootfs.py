@@ -10,6 +10,7 @@ import importlib
 import inspect
 import json
 import platform
+import shlex
 import shutil
 import subprocess
 import time
@@ -73,6 +74,14 @@ MASKED_UNITS = (
     "systemd-ask-password-console.path",
     "user@.service",
 )
+CCACHE_LOCKING_SCRIPT = r"""#!/bin/sh
+name=${0##*/}
+if [ "$name" = ccache ] || [ -z "$CCACHE_DIR" ]; then exec /usr/bin/ccache.real "$@"; fi
+compiler=/usr/bin/$name
+key=$(printf '%s\n' "$(readlink -f "$compiler")" "$@" | sed 's#/tmp/[^/ ]*##g' | sha256sum)
+mkdir -p "$CCACHE_DIR/locks"
+exec flock "$CCACHE_DIR/locks/${key%% *}" /usr/bin/ccache.real "$compiler" "$@"
+"""
 # Run in the new root after the packages are in: no host keys shared between hosts, root
 # reachable only with a key, nothing mounted at boot, no timers firing during tests.
 CUSTOMIZE = (
@@ -84,6 +93,12 @@ CUSTOMIZE = (
     "rm -f $1/etc/apt/sources.list.d/0000*",
     f"systemctl --root=$1 mask {' '.join(MASKED_UNITS)}",
     "systemctl --root=$1 set-default multi-user.target",
+    # ccache behind a lock per compile (its arguments without pip's temporary folders, and the
+    # compiler): the same build started on several hosts at once (site.yml on every OS kind)
+    # compiles each file once, the other hosts wait for it and take it from the shared cache
+    "dpkg-divert --root=$1 --rename --divert /usr/bin/ccache.real --add /usr/bin/ccache",
+    f"printf '%s\\n' {shlex.quote(CCACHE_LOCKING_SCRIPT)} > $1/usr/bin/ccache",
+    "chmod 755 $1/usr/bin/ccache",
 )
 
 
