@@ -37,8 +37,7 @@ ZIPIMPORT_CACHE = Path(__file__).with_name("zipimport_cache.py")
 SYSTEM_PYTHON_PATH = "usr/lib/python3/dist-packages"  # every kind's system Python reads it
 # ccache (in every root, tests/sandbox/rootfs.py): the compilers a host has are linked in
 # /usr/lib/ccache, first in PATH, and all hosts share one cache, so the same compile runs once
-# for every host and fleet. pip builds in a new /tmp folder each time: paths are taken relative
-# to it and the folder is not hashed.
+# for every host and fleet.
 CCACHE_FOLDER = "/var/cache/sandbox-ccache"
 CCACHE_ENVIRONMENT = {
     "PATH": "/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
