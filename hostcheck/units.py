@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from hostcheck._shared.sizes import parse_size
+from hostcheck._shared.sizes import parse_size, tmpfs_percent_bytes, tmpfs_size_bytes
 
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
@@ -21,11 +21,12 @@ class SizeSpec:
     bytes: int | None = None
     percent: float | None = None
 
-    def resolve(self, reference: int) -> int:
+    def tmpfs_bytes(self, memtotal: int) -> int:
+        """The size of a tmpfs mounted with this size on memtotal bytes of RAM: whole pages,
+        rounded up as the kernel does."""
         if self.percent is not None:
-            return int(reference * self.percent / 100)
-        assert self.bytes is not None
-        return self.bytes
+            return tmpfs_percent_bytes(self.percent, memtotal)
+        return tmpfs_size_bytes(str(self.bytes), memtotal)
 
     def __str__(self) -> str:
         if self.percent is not None:

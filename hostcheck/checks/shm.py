@@ -9,7 +9,6 @@ from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.mounts import mount_for, read_mounts
 
 SHM = "/dev/shm"
-PAGE = 4096
 FIX = "set shm_size (role shm) and run: ansible-playbook site.yml --tags shm"
 
 SCHEMA = c.obj(
@@ -58,7 +57,7 @@ def run(ctx: CheckContext) -> CheckResult:
     free = stat.f_bavail * stat.f_frsize
     ram = ctx.system.total_memory()
     wanted = units.parse_size_spec(cfg["min_size"])
-    min_size = wanted.resolve(ram) // PAGE * PAGE
+    min_size = wanted.tmpfs_bytes(ram)
     min_free = units.parse_size(cfg["min_free"])
     need = loader_need(cfg["loader"])
 

@@ -1,46 +1,33 @@
-"""Validates the shm role's variables, then reads /dev/shm once (hostcheck.gpu_hosts.shm_probe:
-the mount, its fstab lines, MemTotal) and works out what, if anything, must change.
-
-    - hostcheck.gpu_hosts.shm_validate:
-      register: __shm_validation
-
-values:
-    option         what tmpfs takes after size= (N% or bytes)
-    (with shm_enabled, from the host:)
-    bytes          the size the kernel gives /dev/shm with that option on this host's RAM
-    fstab_options  the options of the fstab line: those other roles wrote (noexec ...),
-                   shm_mount_options, size=
-    source         the source to remount the live /dev/shm with
-    changes        what is out of line: "fstab" (the line differs from what the mount module
-                   writes) and "live" (the mount's type, size or options); main.yml includes
-                   tasks/size.yml only when it is not empty
-A size below what /dev/shm holds now is refused here, before any role changes anything
-(shm_refuse_shrink_below_used). The rest is in plugins/plugin_utils/role_validation.py.
-"""
+"""The shm role's decisions: shm_size and shm_mount_options checked, /dev/shm read once
+(shm_probe: the mount, its fstab lines, MemTotal) and compared with them. Documented, with the
+values returned, in plugins/modules/shm_validate.py; shm_verify fails where this would change
+something. The base is plugins/plugin_utils/role_action.py."""
 
 from __future__ import annotations
 
 import re
 
-from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.sizes import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import (
     tmpfs_size_bytes,
     tmpfs_size_option,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 
-PLAIN_OPTION = re.compile(r"^[a-z_]+(=[^,\s]+)?$")
 PROBE = "hostcheck.gpu_hosts.shm_probe"
+PLAIN_OPTION = re.compile(r"^[a-z_]+(=[^,\s]+)?$")
 # What ansible.posix.mount writes for /dev/shm around the options: src, fstype, dump, passno.
 FSTAB_FIELDS = {"src": "tmpfs", "fstype": "tmpfs", "dump": "0", "passno": "0"}
 
 
 def shm_values(size: object, mount_options: object) -> dict:
     """What the role's tasks use, or Invalid naming the variable."""
-    option = tmpfs_size_option(size, "shm_size")
+    try:
+        option = tmpfs_size_option(size)
+    except ValueError as exc:
+        raise Invalid(f"shm_size: {exc}") from None
     if not isinstance(mount_options, list) or any(
         not isinstance(item, str) or item.startswith("size=") or not PLAIN_OPTION.match(item)
         for item in mount_options
@@ -52,8 +39,10 @@ def shm_values(size: object, mount_options: object) -> dict:
     return {"option": option}
 
 
-def wanted_bytes(size: object, probe: dict) -> int:
-    return tmpfs_size_bytes(size, "shm_size", probe.get("memtotal_kib"))
+def wanted_bytes(option: str, probe: dict) -> int:
+    if probe.get("memtotal_kib") is None:
+        raise Invalid("shm_size: MemTotal of /proc/meminfo could not be read")
+    return tmpfs_size_bytes(option, probe["memtotal_kib"] * 1024)
 
 
 def refuse_shrinking(size: object, wanted: int, live: dict | None) -> None:
@@ -73,57 +62,76 @@ def fstab_options(fstab: list[dict], mount_options: list[str], option: str) -> l
     return list(dict.fromkeys([*kept, *mount_options, f"size={option}"]))
 
 
-def fstab_in_line(fstab: list[dict], options: list[str]) -> bool:
-    """Every /dev/shm line is what the mount module would write (so it would change nothing)."""
+def fstab_differences(fstab: list[dict], options: list[str]) -> list[str]:
+    """How the /dev/shm lines differ from what the mount module writes ([] when in line)."""
+    if not fstab or fstab[-1]["fstype"] != "tmpfs":
+        return ["fstab has no tmpfs line for /dev/shm"]
+    if options[-1] not in fstab[-1]["options"].split(","):
+        return [f"the fstab line lacks {options[-1]}"]
     wanted = {**FSTAB_FIELDS, "options": ",".join(options)}
-    return bool(fstab) and all(
-        all(line[key] == value for key, value in wanted.items()) for line in fstab
+    if all(line[key] == value for line in fstab for key, value in wanted.items()):
+        return []
+    return [
+        "fstab has "
+        + " and ".join(f"'{shown_line(line)}'" for line in fstab)
+        + f" where the mount module writes '{shown_line(wanted)}'"
+    ]
+
+
+def live_differences(live: dict | None, wanted: int, mount_options: list[str]) -> list[str]:
+    if live is None or live["fstype"] != "tmpfs":
+        return ["no tmpfs is mounted at /dev/shm"]
+    found = []
+    if live["size"] != wanted:
+        found.append(f"the mount is {live['size']} bytes")
+    missing = [o for o in mount_options if o not in live["options"]]
+    if missing:
+        found.append(f"the mount lacks {','.join(missing)}")
+    return found
+
+
+def shown_line(line: dict) -> str:
+    return " ".join(
+        str(line[key]) for key in ("src", "fstype", "options", "dump", "passno") if line[key]
     )
 
 
-def live_in_line(live: dict | None, wanted: int, mount_options: list[str]) -> bool:
-    return (
-        live is not None
-        and live["fstype"] == "tmpfs"
-        and live["size"] == wanted
-        and set(mount_options) <= set(live["options"])
-    )
+def shm_differences(probe: dict, option: str, mount_options: list[str]) -> dict:
+    """How fstab and the mount differ from shm_size and shm_mount_options, one line each:
+    {"fstab": [...], "live": [...]}, empty where nothing must change."""
+    options = fstab_options(probe["fstab"], mount_options, option)
+    return {
+        "fstab": fstab_differences(probe["fstab"], options),
+        "live": live_differences(probe["live"], wanted_bytes(option, probe), mount_options),
+    }
 
 
 def shm_plan(probe: dict, size: object, option: str, mount_options: list, refuse: bool) -> dict:
     """From what shm_probe read: the wanted size, the fstab options and what must change."""
-    wanted = wanted_bytes(size, probe)
-    live = probe.get("live")
+    wanted = wanted_bytes(option, probe)
+    live = probe["live"]
     if refuse:
         refuse_shrinking(size, wanted, live)
-    options = fstab_options(probe["fstab"], mount_options, option)
-    changes = []
-    if not fstab_in_line(probe["fstab"], options):
-        changes.append("fstab")
-    if not live_in_line(live, wanted, mount_options):
-        changes.append("live")
+    differences = shm_differences(probe, option, mount_options)
     return {
         "bytes": wanted,
-        "fstab_options": options,
+        "fstab_options": fstab_options(probe["fstab"], mount_options, option),
         "source": live["source"] if live and live["fstype"] == "tmpfs" else "tmpfs",
-        "changes": changes,
+        "changes": [place for place, found in differences.items() if found],
     }
 
 
-class ActionModule(RoleValidation):
+class ActionModule(RoleAction):
+    ROLE = "shm"
     SWITCHED_OFF = "/dev/shm left as it is"
-    # what read_shm() read in this task (the verify action compares it when it validated now)
+    # what the probe read in this task (the verify action compares it when it validated now)
     probed: dict | None = None
 
     def validate(self) -> dict:
-        size, mount_options = self.var("shm_size"), self.var("shm_mount_options")
+        size, mount_options = self.arg("shm_size"), self.arg("shm_mount_options")
         values = shm_values(size, mount_options)
         if not self.enabled():
             return values
-        probe = self.read_shm()
-        refuse = boolean(self.var("shm_refuse_shrink_below_used")) and not self.VERIFIES
-        return {**values, **shm_plan(probe, size, values["option"], mount_options, refuse)}
-
-    def read_shm(self) -> dict:
+        refuse = self.arg("shm_refuse_shrink_below_used") and not self.VERIFIES
         self.probed = self.on_host(PROBE, {})
-        return self.probed
+        return {**values, **shm_plan(self.probed, size, values["option"], mount_options, refuse)}

@@ -1,20 +1,17 @@
-"""Verifies /dev/shm after provisioning, in one task and one read of the host (shm_probe): the
-fstab line is a tmpfs with size=, the mount is a tmpfs of the size shm_size gives on this RAM,
-with shm_mount_options.
-
-    - hostcheck.gpu_hosts.shm_verify:
-
-The validation comes first (plugins/action/shm_validate.py; reused when the run validated
-already). The rest is in plugins/plugin_utils/role_validation.py.
-"""
+"""The shm role's verification: fails where shm_validate would change something, naming each
+difference with what fstab and the mount hold. Documented in plugins/modules/shm_verify.py."""
 
 from __future__ import annotations
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import (
+    PROBE,
+    shm_differences,
+    wanted_bytes,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import (
     ActionModule as Validation,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import wanted_bytes
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 
 def shown_fstab(fstab: list[dict]) -> str:
@@ -27,34 +24,15 @@ def shown_live(live: dict | None) -> str:
     return f"{live['fstype']} {live['size']} {','.join(live['options'])}"
 
 
-def shm_mismatches(probe: dict, option: str, wanted: int, mount_options: list[str]) -> list[str]:
-    """What differs from shm_size and shm_mount_options, one line each."""
-    fstab, live = probe["fstab"], probe["live"]
-    found = []
-    if not fstab or fstab[-1]["fstype"] != "tmpfs":
-        found.append("fstab has no tmpfs line for /dev/shm")
-    elif f"size={option}" not in fstab[-1]["options"].split(","):
-        found.append(f"the fstab line lacks size={option}")
-    if live is None or live["fstype"] != "tmpfs":
-        found.append("no tmpfs is mounted at /dev/shm")
-    else:
-        if live["size"] != wanted:
-            found.append(f"the mount is {live['size']} bytes")
-        missing = [o for o in mount_options if o not in live["options"]]
-        if missing:
-            found.append(f"the mount lacks {','.join(missing)}")
-    return found
-
-
 def shm_verified(probe: dict, size: object, option: str, mount_options: list[str]) -> str:
-    """What holds, or Invalid naming every mismatch."""
-    wanted = wanted_bytes(size, probe)
-    mismatches = shm_mismatches(probe, option, wanted, mount_options)
-    if mismatches:
+    """What holds, or Invalid naming every difference."""
+    differences = shm_differences(probe, option, mount_options)
+    if differences["fstab"] or differences["live"]:
         raise Invalid(
             f"/dev/shm does not match shm_size={size}: fstab has '{shown_fstab(probe['fstab'])}', "
-            f"the mount has '{shown_live(probe['live'])}' (wanted {wanted} bytes): "
-            + "; ".join(mismatches)
+            f"the mount has '{shown_live(probe['live'])}' "
+            f"(wanted {wanted_bytes(option, probe)} bytes): "
+            + "; ".join([*differences["fstab"], *differences["live"]])
         )
     return f"/dev/shm is {probe['live']['size']} bytes, as fstab says"
 
@@ -63,9 +41,9 @@ class ActionModule(Validation):
     VERIFIES = True
 
     def verify(self, values: dict) -> list[str]:
-        probe = self.probed or self.read_shm()
+        probe = self.probed or self.on_host(PROBE, {})
         return [
             shm_verified(
-                probe, self.var("shm_size"), values["option"], self.var("shm_mount_options")
+                probe, self.arg("shm_size"), values["option"], self.arg("shm_mount_options")
             )
         ]

@@ -55,3 +55,39 @@ def parse_size(value):
     if unit not in UNITS:
         raise ValueError(f"not a size: unknown unit {match.group(2)!r} in {value!r} ({EXAMPLES})")
     return int(Fraction(match.group(1)) * UNITS[unit])
+
+
+# tmpfs (mm/shmem.c): size=N% is N percent of the RAM pages, and any size is whole pages,
+# rounded up.
+PAGE = 4096
+_WHOLE_PERCENT = re.compile(r"^\s*(\d+)\s*%\s*$")
+
+
+def tmpfs_size_option(value):
+    """What tmpfs takes after size= for a size or a whole percentage of RAM: '50%' or a byte
+    count such as '1073741824'; ValueError naming the problem otherwise."""
+    if isinstance(value, str) and "%" in value:
+        match = _WHOLE_PERCENT.match(value)
+        if not match:
+            raise ValueError(f"a percentage of RAM is a whole number followed by % (got {value!r})")
+        if not 1 <= int(match.group(1)) <= 100:
+            raise ValueError(f"a percentage of RAM must be between 1% and 100% (got {value!r})")
+        return f"{int(match.group(1))}%"
+    number = parse_size(value)
+    if number <= 0:
+        raise ValueError(f"must be larger than zero (got {value!r})")
+    return str(number)
+
+
+def tmpfs_percent_bytes(percent, memtotal_bytes):
+    """The size of a tmpfs of `percent` (a number, 0 < percent <= 100) of RAM: whole pages."""
+    pages = Fraction(memtotal_bytes // PAGE) * Fraction(percent) / 100
+    return math.ceil(pages) * PAGE
+
+
+def tmpfs_size_bytes(option, memtotal_bytes):
+    """The size the kernel gives a tmpfs mounted with size=option (tmpfs_size_option's result)
+    on a host with memtotal_bytes of RAM (MemTotal)."""
+    if option.endswith("%"):
+        return tmpfs_percent_bytes(int(option[:-1]), memtotal_bytes)
+    return -(-int(option) // PAGE) * PAGE

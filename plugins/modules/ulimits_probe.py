@@ -49,7 +49,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 files:
-  description: Text of each file read ({path: text}); paths that do not exist are left out.
+  description: >-
+    Text of each file read ({path: text}); paths that do not exist are left out.
   type: dict
   returned: always
 stat:

@@ -28,7 +28,12 @@ def test_the_tarball_holds_the_collection_and_nothing_of_the_checkout(tmp_path):
         manifest = json.loads(archive.extractfile("MANIFEST.json").read())
     assert manifest["collection_info"]["name"] == "gpu_hosts"
     assert {f"playbooks/{name}.yml" for name in PLAYBOOKS} <= names
-    assert {"meta/runtime.yml", "requirements.yml", "LICENSE", "plugins/filter/sizes.py"} <= names
+    assert {
+        "meta/runtime.yml",
+        "requirements.yml",
+        "LICENSE",
+        "plugins/module_utils/sizes.py",
+    } <= names
     assert "plugins/modules/nvidia_driver_probe.py" in names
     assert "roles/hostcheck/files/wheel_info.py" in names
     tops = {name.split("/")[0] for name in names}

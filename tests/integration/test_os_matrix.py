@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.integration import collection
 from tests.integration.ansible import run_module, run_playbook
@@ -22,6 +23,7 @@ from tests.sandbox.oskinds import KINDS
 pytestmark = pytest.mark.integration
 MiB = 2**20
 VENV = "/opt/venvs/train"
+ROLES = Path(__file__).resolve().parents[2] / "roles"
 # kind -> (distribution, major version, os_family, pkg_mgr) as Ansible's facts must say
 FACTS = {
     "debian12": ("Debian", "12", "Debian", "apt"),
@@ -57,19 +59,39 @@ def user(tmp_path_factory, make_fleet):
     return fleet, controller, inventory / "hosts.yml"
 
 
-def site(user):
+def switches_as_given_on_the_command_line() -> dict[str, str]:
+    """Every boolean variable of every role at its default, as `-e name=true` gives it: a string
+    (in the spellings Ansible's argument specs take for a bool)."""
+    spellings = {True: ["true", "yes", "1", "True", "on"], False: ["false", "no", "0", "off"]}
+    switches = {}
+    for spec in sorted(ROLES.glob("*/meta/argument_specs.yml")):
+        options = yaml.safe_load(spec.read_text())["argument_specs"]["main"]["options"]
+        for name, option in options.items():
+            if option.get("type") == "bool":
+                forms = spellings[option["default"]]
+                switches[name] = forms[len(switches) % len(forms)]
+    return switches
+
+
+def site(user, extra_vars=None):
     """The README's quickstart: ansible-playbook -i inventory/hosts.yml hostcheck.gpu_hosts.site"""
     fleet, controller, inventory = user
     return run_playbook(
-        fleet, "hostcheck.gpu_hosts.site", controller=controller, inventory=inventory
+        fleet,
+        "hostcheck.gpu_hosts.site",
+        controller=controller,
+        inventory=inventory,
+        extra_vars=extra_vars,
     )
 
 
 @pytest.fixture(scope="module")
 def converged(user):
+    """The first run gives every role's switches as strings from the command line; the second
+    run (without them) must then change nothing: the strings meant what the defaults mean."""
     fleet = user[0]
     start = time.monotonic()
-    first = site(user)
+    first = site(user, switches_as_given_on_the_command_line())
     elapsed = time.monotonic() - start
     assert first.returncode == 0, [(h, first.failure_text(h)) for h in first.failed_hosts()]
     print(f"site.yml on {len(KINDS)} hosts, one of each OS kind: {elapsed:.0f} s")

@@ -152,3 +152,15 @@ def test_bad_input_fails_before_any_change(fleet, variables, message):
     assert message in text
     assert run.changed(host.name) == 0
     assert shm_state(fleet, host) == before
+
+
+def test_switches_given_as_strings_from_the_command_line_are_booleans(fleet):
+    """`-e shm_enabled=true` gives the string 'true', as most people switch a role on."""
+    (host,) = fleet.hosts()
+    on = {"shm_size": "128m", "shm_enabled": "true", "shm_refuse_shrink_below_used": "yes"}
+    run = run_playbook(fleet, extra_vars=on, tags="shm")
+    assert run.returncode == 0, run.stderr + str(run.messages(host.name))
+    assert shm_state(fleet, host)[1] == 128 * MiB
+    off = run_playbook(fleet, extra_vars={"shm_size": "64m", "shm_enabled": "false"}, tags="shm")
+    assert off.returncode == 0 and off.changed(host.name) == 0, off.stderr
+    assert shm_state(fleet, host)[1] == 128 * MiB

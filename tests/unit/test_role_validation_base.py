@@ -45,11 +45,11 @@ def test_per_os_vars_that_a_role_requires_name_the_os_when_missing(tmp_path):
     action = RoleValidation.__new__(RoleValidation)
     action.role, action.role_path, action.gathered = "demo", str(tmp_path), {}
     facts = {"distribution": "Plan9", "distribution_version": "4", "os_family": "Plan9"}
-    action._vars = {"ansible_facts": {**facts, "kernel": "6.1"}}
+    action.host_facts = {**facts, "kernel": "6.1"}
     candidates = ["{distribution}", "{os_family}"]
     assert action.os_vars(candidates) == {}
     with pytest.raises(Invalid) as refused:
         action.os_vars(candidates, required=True)
     assert str(refused.value) == "demo_enabled: no vars file in roles/demo/vars for Plan9 4"
-    action._vars["ansible_facts"]["os_family"] = "Debian"
+    action.host_facts["os_family"] = "Debian"
     assert action.os_vars(candidates, required=True) == {"__demo_packages": ["a", "b"]}

@@ -1,5 +1,5 @@
 """The sandbox's OS kinds as `make sandbox-up OS=...` names them, and the roles' supported-OS
-check (plugins/action/role_platform_check.py) on the facts Ansible gathers."""
+check (plugins/plugin_utils/platforms.py) on the facts Ansible gathers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.action.role_platform_check import platform_of, problem
+from plugins.plugin_utils.platforms import platform_of, problem
 from tests.sandbox import oskinds
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
 
 from hostcheck import units
 from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
 from plugins.filter.dataset_staging import _chunk_kib
-from plugins.filter.sizes import size_to_bytes, tmpfs_size_option
 from plugins.filter.ulimits import ulimits_conf_value
 
 GB, GiB = 10**9, 2**30
@@ -54,8 +54,7 @@ def chunk_bytes(text: str) -> int | None:
 PLACES = {
     "hostcheck profile (shm.min_free)": profile_bytes,
     "hostcheck --batch-bytes and profiles (units.parse_size)": units.parse_size,
-    "shm_size": lambda text: size_to_bytes(text, "shm_size"),
-    "shm_size as tmpfs size=": lambda text: int(tmpfs_size_option(text, "shm_size")),
+    "shm_size (as tmpfs size=)": lambda text: int(shm_values(text, [])["option"]),
     "ulimits memlock": memlock_bytes,
     "dataset_staging_raid_chunk": chunk_bytes,
 }

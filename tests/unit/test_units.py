@@ -49,9 +49,18 @@ def test_parse_size_either_parses_or_raises_valueerror(text):
 def test_size_spec_percent_resolves_against_reference():
     spec = units.parse_size_spec("50%")
     assert spec.percent == 50
-    assert spec.resolve(8 * 2**30) == 4 * 2**30
+    assert spec.tmpfs_bytes(8 * 2**30) == 4 * 2**30
     assert str(spec) == "50% of RAM"
-    assert units.parse_size_spec("1GiB").resolve(123) == 2**30
+    assert units.parse_size_spec("1GiB").tmpfs_bytes(123) == 2**30
+
+
+def test_a_percentage_is_what_the_shm_role_gives_for_it():
+    """hostcheck's shm.min_size of N% is exactly the /dev/shm the role's shm_size N% mounts: whole
+    pages of RAM, rounded up as the kernel rounds (an odd number of pages here)."""
+    memtotal = 4075857 * 4096
+    assert units.parse_size_spec("50%").tmpfs_bytes(memtotal) == 2037929 * 4096
+    assert units.parse_size_spec("12.5%").tmpfs_bytes(memtotal) == 509483 * 4096
+    assert units.parse_size_spec("1000").tmpfs_bytes(memtotal) == 4096
 
 
 @pytest.mark.parametrize("bad", ["0%", "101%", "-3%", "%"])

@@ -268,7 +268,10 @@ def test_devices_that_match_nothing_are_refused_by_the_probe(tmp_path):
 @pytest.mark.parametrize(
     ("variables", "message"),
     [
-        ({"dataset_staging_enabled": "yes"}, 'dataset_staging_enabled: true or false; got "yes"'),
+        (
+            {"dataset_staging_enabled": "sometimes"},
+            "dataset_staging: validation of arguments failed: argument 'dataset_staging_enabled'",
+        ),
         ({"dataset_staging_parallel": 0}, "dataset_staging_parallel: a whole number of files"),
         ({"dataset_staging_mount": "data"}, "dataset_staging_mount: an absolute path; got 'data'"),
     ],

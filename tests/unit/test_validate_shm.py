@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 
@@ -17,7 +16,7 @@ def test_sizes_become_the_tmpfs_option():
 
 @pytest.mark.parametrize("size", ["-1G", "12 parsecs", "150%", "64XB"])
 def test_bad_sizes_name_shm_size(size):
-    with pytest.raises(AnsibleFilterError, match=r"^shm_size: "):
+    with pytest.raises(Invalid, match=r"^shm_size: "):
         shm_values(size, [])
 
 

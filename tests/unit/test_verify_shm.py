@@ -13,7 +13,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import 
     shm_plan,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_verify import shm_verified
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

@@ -12,6 +12,7 @@ raises, and at exit.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.abc
 import importlib.machinery
 import json
@@ -215,10 +216,9 @@ def _worker_deaths(iterator, exc: BaseException) -> str:
     for worker in getattr(iterator, "_workers", ()):
         code = getattr(worker, "exitcode", None)
         if code is None and ended_connection:
-            try:
+            # not a child of this process, or already closed: nothing to wait for
+            with contextlib.suppress(Exception):
                 worker.join(max(0.0, deadline - time.monotonic()))
-            except Exception:  # not a child of this process, or already closed
-                pass
             code = getattr(worker, "exitcode", None)
         if code is not None and code < 0:
             try:

@@ -1,0 +1,87 @@
+# The shm role's validate action (plugins/action/shm_validate.py); this file is its documentation.
+
+DOCUMENTATION = r"""
+module: shm_validate
+short_description: Check the shm role's variables and what /dev/shm needs, change nothing
+description:
+  - Checks the variables against roles/shm/meta/argument_specs.yml, then reads /dev/shm once
+    (M(hostcheck.gpu_hosts.shm_probe)) and works out whether its fstab line and the mount hold
+    I(shm_size) and I(shm_mount_options).
+  - Fails, before any role changes anything, on a bad value (naming the variable), on an OS the
+    role does not support, and on a size below what /dev/shm holds now
+    (unless I(shm_refuse_shrink_below_used) is false).
+  - The role's validate.yml runs it; main.yml and verify.yml get the same result again in the
+    run through I(validated), without reading the host again.
+options:
+  shm_enabled:
+    description: The role's C(shm_enabled); false checks the variables only.
+    type: bool
+    default: true
+  shm_size:
+    description: The role's C(shm_size).
+    type: raw
+    default: 50%
+  shm_mount_options:
+    description: The role's C(shm_mount_options).
+    type: list
+    elements: str
+    default: [nosuid, nodev]
+  shm_refuse_shrink_below_used:
+    description: The role's C(shm_refuse_shrink_below_used).
+    type: bool
+    default: true
+  validated:
+    description: This task's registered result from earlier in the run, returned again when the
+      other arguments are the same.
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+author: hostcheck
+"""
+
+EXAMPLES = r"""
+- name: Validate the variables
+  hostcheck.gpu_hosts.shm_validate:
+    shm_enabled: "{{ shm_enabled }}"
+    shm_size: "{{ shm_size }}"
+    shm_mount_options: "{{ shm_mount_options }}"
+    shm_refuse_shrink_below_used: "{{ shm_refuse_shrink_below_used }}"
+    validated: "{{ __shm_validation | default({}) }}"
+  register: __shm_validation
+"""
+
+RETURN = r"""
+values:
+  description: What the role's tasks use.
+  type: dict
+  returned: success
+  contains:
+    option:
+      description: What tmpfs takes after size=, C(N%) or bytes.
+      type: str
+    changes:
+      description: What is out of line, C(fstab) and C(live); empty when nothing must change.
+      type: list
+      elements: str
+      returned: when shm_enabled
+    bytes:
+      description: The size the kernel gives /dev/shm with that option on this host's RAM.
+      type: int
+      returned: when shm_enabled
+    fstab_options:
+      description: The options of the fstab line, those other roles wrote (noexec ...), then
+        shm_mount_options, then size=.
+      type: list
+      elements: str
+      returned: when shm_enabled
+    source:
+      description: The source to remount the live /dev/shm with.
+      type: str
+      returned: when shm_enabled
+digest:
+  description: A digest of the arguments, which I(validated) is matched by.
+  type: str
+  returned: success
+"""

@@ -1,0 +1,186 @@
+"""The base of a role's `<role>_validate` and `<role>_verify` actions: the task passes the
+role's variables as arguments, named as the variables, and the action says what it decided.
+
+    - name: Validate the variables
+      hostcheck.gpu_hosts.shm_validate:
+        shm_enabled: "{{ shm_enabled }}"
+        shm_size: "{{ shm_size }}"
+        validated: "{{ __shm_validation | default({}) }}"
+      register: __shm_validation
+
+The arguments are checked against the role's meta/argument_specs.yml (entry point main, the
+spec Ansible checks before main.yml), so a boolean given as `-e shm_enabled=true` arrives as a
+bool and a bad value fails here, before any role changes anything, naming the variable. The
+action reads no other variable; of the host it reads its facts (gathering the `min` subset when
+the play did not) and what its probe module returns.
+
+Result: `values` (what the role's tasks use, documented in the action's plugins/modules file),
+`digest` (of the arguments) and `msg`. `validated` is this task's own earlier result in the run:
+when its digest matches, its values are returned again without reading the host, so
+playbooks/provision.yml's validation of every role, then main.yml and verify.yml, read the host
+once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms import (
+    platform_of,
+    problem,
+)
+
+ROLES = Path(__file__).resolve().parents[2] / "roles"
+VALIDATED = {"validated": {"type": "dict", "default": {}}}
+
+
+class Invalid(Exception):
+    """A variable, or what it names on the host, is wrong: the one-line message says which."""
+
+
+@functools.cache
+def role_meta(role: str, name: str) -> dict:
+    """roles/<role>/meta/<name>.yml of this collection."""
+    with open(ROLES / role / "meta" / f"{name}.yml") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def argument_spec(role: str) -> dict:
+    """The options of the role's main entry point, plus `validated`."""
+    options = role_meta(role, "argument_specs")["argument_specs"]["main"]["options"]
+    return {**options, **VALIDATED}
+
+
+class RoleAction(ActionBase):
+    TRANSFERS_FILES = False
+    # the role whose variables are the arguments (shm: shm_enabled, shm_size ...)
+    ROLE = ""
+    # False: validate (and read the host) every time, never returning an earlier result; for a
+    # role whose tasks act on the live state its validation reads.
+    REUSE = True
+    # What the role leaves alone when <role>_enabled is false ({variable} of the arguments are
+    # filled in); said instead of validating what it would have used.
+    SWITCHED_OFF = "left as it is"
+    # True for a `<role>_verify` action: after validating it compares the host with the values.
+    VERIFIES = False
+
+    def validate(self) -> dict:
+        """The role's checks of self.args; raise Invalid. Returns what the role's tasks use."""
+        raise NotImplementedError
+
+    def verify(self, values: dict) -> list[str]:
+        """A verify action's comparison of the host with the validated values: the lines that
+        say what holds; raise Invalid (one message for every mismatch) when not."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        result["changed"] = False
+        self.host_facts = dict((task_vars or {}).get("ansible_facts") or {})
+        self.task_vars = task_vars or {}
+        self.notes: list[str] = []
+        self.gathered: dict = {}
+        try:
+            self.args = self.checked_arguments()
+            earlier = self.args.pop("validated")
+            digest = hashlib.sha256(
+                json.dumps(self.args, sort_keys=True, default=str).encode()
+            ).hexdigest()
+            enabled = self.enabled()
+            if self.REUSE and earlier.get("digest") == digest and "values" in earlier:
+                values = earlier["values"]
+                said = f"{self.ROLE}: validated earlier in this run"
+            else:
+                if enabled:
+                    self.check_platform()
+                elif not self.VERIFIES:
+                    self.note(f"{self.ROLE}_enabled is false: {self.switched_off()}")
+                values = self.validate() or {}
+                said = f"{self.ROLE}: the variables are valid"
+            if not enabled and self.VERIFIES:
+                said = f"{self.ROLE}_enabled is false: {self.switched_off()}"
+            elif self.VERIFIES:
+                said = "; ".join(self.verify(values))
+        except (Invalid, AnsibleError) as exc:
+            result.update(failed=True, msg=str(exc).strip())
+            return result
+        # a validation's notes replace "the variables are valid", a verification's come first
+        said_all = [*self.notes, said] if self.VERIFIES or not self.notes else self.notes
+        result.update(values=values, digest=digest, msg="; ".join(said_all))
+        if self.notes:
+            result["_ansible_verbose_always"] = True  # shown without -v
+        if self.gathered:
+            result["ansible_facts"] = self.gathered
+        return result
+
+    def checked_arguments(self) -> dict:
+        """The task's arguments checked and converted by the role's argument spec."""
+        checked = ArgumentSpecValidator(argument_spec(self.ROLE)).validate(
+            dict(self._task.args), validate_role_argument_spec=True
+        )
+        if checked.error_messages:
+            raise Invalid(
+                f"{self.ROLE}: validation of arguments failed: " + "; ".join(checked.error_messages)
+            )
+        return dict(checked.validated_parameters)
+
+    def switched_off(self) -> str:
+        if self.VERIFIES:
+            return "not verified"
+        return self.SWITCHED_OFF.format(**self.args)
+
+    # ------------------------------------------------------------------ for the checks
+
+    def arg(self, name: str):
+        """An argument by its variable's name (shm_size)."""
+        return self.args[name]
+
+    def enabled(self) -> bool:
+        return bool(self.args[f"{self.ROLE}_enabled"])
+
+    def note(self, message: str) -> None:
+        """Something the operator should read, not an error (shown as the task's message)."""
+        self.notes.append(message)
+
+    def facts(self) -> dict:
+        """The host's distribution and kernel facts, gathered (subset min) if the play did not."""
+        facts = {**self.host_facts, **self.gathered}
+        if "os_family" in facts and "kernel" in facts:
+            return facts
+        gathered = self._execute_module(
+            module_name="ansible.builtin.setup",
+            module_args={"gather_subset": ["min"]},
+            task_vars=self.task_vars,
+        )
+        if gathered.get("failed"):
+            raise Invalid(f"{self.ROLE}: gathering the host's facts failed: {gathered.get('msg')}")
+        for key, fact in gathered.get("ansible_facts", {}).items():
+            self.gathered[key] = fact
+            facts[key.removeprefix("ansible_")] = fact
+        return facts
+
+    def check_platform(self) -> None:
+        platforms = role_meta(self.ROLE, "main")["galaxy_info"]["platforms"]
+        reason = problem(self.facts(), platforms, self.ROLE)
+        if reason:
+            raise Invalid(reason)
+
+    def platform(self) -> tuple[str, str]:
+        return platform_of(self.facts())
+
+    def on_host(self, module: str, args: dict) -> dict:
+        """Run a read-only module on the host and return its result; the module supports check
+        mode, so this reads the host in a --check run too."""
+        out = self._execute_module(module_name=module, module_args=args, task_vars=self.task_vars)
+        if out.get("failed"):
+            raise Invalid(f"{self.ROLE}: reading the host ({module}) failed: {out.get('msg', out)}")
+        return out

@@ -1,0 +1,139 @@
+"""The contract of a role's validate and verify actions (plugins/plugin_utils/role_action.py):
+the task passes every variable of the role's argument spec, and only those, as arguments named
+as the variables; the action's documentation (plugins/modules/<action>.py, what ansible-doc
+shows) lists the same options with the same types and defaults; the action reads no variable
+its task does not pass; Ansible's own argument-spec rules convert and refuse the values."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    RoleAction,
+    argument_spec,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+    RoleValidation,
+)
+
+from tests.unit.role_validation import validate
+
+REPO = Path(__file__).resolve().parents[2]
+PREFIX = "hostcheck.gpu_hosts."
+SPEC_KEYS = ("type", "elements", "default", "choices")
+
+
+def role_actions() -> dict[str, type]:
+    """action name -> class, for every action built on RoleAction (not on the former base,
+    plugins/plugin_utils/role_validation.py, of the roles not moved yet)."""
+    found = {}
+    for path in sorted((REPO / "plugins" / "action").glob("*.py")):
+        module = importlib.import_module(
+            f"ansible_collections.hostcheck.gpu_hosts.plugins.action.{path.stem}"
+        )
+        action = getattr(module, "ActionModule", None)
+        migrated = isinstance(action, type) and issubclass(action, RoleAction)
+        if migrated and not issubclass(action, RoleValidation):
+            found[path.stem] = action
+    return found
+
+
+ACTIONS = role_actions()
+
+
+def tasks_calling(action: str) -> list[tuple[Path, dict]]:
+    calls = []
+    for path in sorted((REPO / "roles").rglob("tasks/*.yml")):
+        for task in yaml.safe_load(path.read_text()) or []:
+            if PREFIX + action in task:
+                calls.append((path, task[PREFIX + action]))
+    return calls
+
+
+def test_the_migrated_roles_are_found():
+    assert {"shm_validate", "shm_verify"} <= set(ACTIONS)
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_each_task_passes_the_role_variables_by_their_names(action):
+    role = ACTIONS[action].ROLE
+    variables = set(argument_spec(role)) - {"validated"}
+    calls = tasks_calling(action)
+    assert calls, f"no task of roles/ calls {action}"
+    for path, args in calls:
+        assert set(args) == variables | {"validated"}, path
+        for name in variables:
+            assert args[name] == "{{ " + name + " }}", (path, name)
+        assert args["validated"] == "{{ __" + role + "_validation | default({}) }}", path
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_the_documentation_lists_the_role_spec(action):
+    source = (REPO / "plugins" / "modules" / f"{action}.py").read_text()
+    (doc,) = [
+        node.value.value
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign) and node.targets[0].id == "DOCUMENTATION"
+    ]
+    documented = yaml.safe_load(doc)["options"]
+    spec = argument_spec(ACTIONS[action].ROLE)
+    assert set(documented) == set(spec)
+    for name, option in spec.items():
+        for key in SPEC_KEYS:
+            assert documented[name].get(key) == option.get(key), (action, name, key)
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_the_action_reads_only_its_arguments_and_the_facts(action):
+    """No task_vars lookup but ansible_facts, no private objects of the task (its role)."""
+    source = (REPO / "plugins" / "action" / f"{action}.py").read_text()
+    base = (REPO / "plugins" / "plugin_utils" / "role_action.py").read_text()
+    for text in (source, base):
+        assert set(re.findall(r"self\._task\.(\w+)", text)) <= {"args"}
+        assert "_templar" not in text and "_role_path" not in text
+    assert 'task_vars or {}).get("ansible_facts")' in base
+    assert "task_vars[" not in source and "task_vars.get" not in source
+
+
+def test_ansible_doc_shows_every_module_and_the_role_actions():
+    names = [PREFIX + path.stem for path in sorted((REPO / "plugins" / "modules").glob("*.py"))]
+    assert {PREFIX + action for action in ACTIONS} <= set(names)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-doc"), "-t", "module", "--json", *names],
+        cwd=REPO,
+        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert set(shown) == set(names)
+    for name in names:
+        assert shown[name]["doc"]["short_description"], name
+        assert shown[name]["return"] is not None, name
+    for action in ACTIONS:
+        assert "validated" in shown[PREFIX + action]["doc"]["options"], action
+
+
+@pytest.mark.parametrize("text", ["true", "yes", "1", "True"])
+def test_a_boolean_from_the_command_line_is_a_boolean(tmp_path, text):
+    """-e shm_enabled=true gives the string 'true': converted as Ansible's specs convert it."""
+    (first,) = validate("shm", {"shm_enabled": text, "shm_size": "150%"}, tmp_path)
+    assert first["msg"].startswith("shm_size: a percentage of RAM")  # validated as enabled
+
+
+def test_a_boolean_it_cannot_read_is_refused_by_name(tmp_path):
+    (failed,) = validate("shm", {"shm_refuse_shrink_below_used": "sometimes"}, tmp_path)
+    assert failed["failed"] is True
+    assert failed["msg"].startswith("shm: validation of arguments failed: ")
+    assert "shm_refuse_shrink_below_used" in failed["msg"]
