@@ -12,11 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import (
+    systemd_quote,
+    systemd_split,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hostcheck.fleet.load import read_folders
-from plugins.filter.hostcheck_timer import systemd_quote, systemd_split
 from tests.unit.systemd_units import verify_unit
 
 REPO = Path(__file__).resolve().parents[2]

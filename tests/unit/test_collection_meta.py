@@ -60,7 +60,11 @@ def test_every_plugin_named_by_its_full_name_exists():
     filters = set()
     for path in (REPO / "plugins/filter").glob("*.py"):
         filters |= set(
-            importlib.import_module(f"plugins.filter.{path.stem}").FilterModule().filters()
+            importlib.import_module(
+                f"ansible_collections.hostcheck.gpu_hosts.plugins.filter.{path.stem}"
+            )
+            .FilterModule()
+            .filters()
         )
     modules = {p.stem for p in (REPO / "plugins/modules").glob("*.py")}
     actions = {p.stem for p in (REPO / "plugins/action").glob("*.py")}
@@ -102,3 +106,18 @@ def test_every_python_package_of_hostcheck_is_in_the_wheel():
         if "__pycache__" not in init.parts
     }
     assert found - listed == set()
+
+
+def test_plugin_code_is_imported_under_one_name():
+    """As Ansible loads it (ansible_collections.hostcheck.gpu_hosts.plugins...), never as the
+    checkout's `plugins` folder: one module object, so one Invalid class, one cache."""
+    pattern = re.compile(r"^\s*(from|import) plugins\b", re.MULTILINE)
+    sources = [
+        *REPO.glob("tests/**/*.py"),
+        *REPO.glob("plugins/**/*.py"),
+        *REPO.glob("benchmarks/*.py"),
+    ]
+    offenders = [
+        str(path.relative_to(REPO)) for path in sources if pattern.search(path.read_text())
+    ]
+    assert offenders == []

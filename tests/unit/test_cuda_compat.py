@@ -5,11 +5,11 @@ disagree included (a cu11x torch on driver 450.51: the gpu check warned, the rol
 from __future__ import annotations
 
 import pytest
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import _torch_vs_driver
 from hostcheck._shared.cuda_compat import MINOR, RUNS, TOO_OLD, torch_on_driver
 
 from hostcheck.checks.gpu import TorchInfo, _torch_finding
 from hostcheck.model import Status
-from plugins.filter.cuda_check import _torch_vs_driver
 
 # torch CUDA, driver CUDA, driver version -> verdict
 CASES = [

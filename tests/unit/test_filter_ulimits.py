@@ -11,13 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
-from hypothesis import given
-from hypothesis import strategies as st
-
-from hostcheck import limits as lim
-from hostcheck.config import load_profile
-from hostcheck.registry import profile_schema
-from plugins.filter.ulimits import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     RLIM_INFINITY,
     ulimits_cap_sys_resource,
     ulimits_conf_entries,
@@ -35,6 +29,12 @@ from plugins.filter.ulimits import (
     ulimits_systemd_expected,
     ulimits_systemd_lines,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hostcheck import limits as lim
+from hostcheck.config import load_profile
+from hostcheck.registry import profile_schema
 
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "ulimits"
 NR_OPEN = 1048576

@@ -15,10 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import (
+    SETTINGS,
+    cuda_check_decide,
+    matches,
+)
 from hostcheck._shared.cuda_compat import MINOR_COMPATIBLE_DRIVER, at_least
 from hostcheck._shared.cuda_compat import parse_version as parse
 
-from plugins.filter.cuda_check import SETTINGS, cuda_check_decide, matches
 from tests.integration.cuda_fakes import (
     CUDNN_HEADER,
     DRIVERS,

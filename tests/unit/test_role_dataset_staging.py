@@ -18,8 +18,7 @@ import jinja2
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
-
-from plugins.filter.dataset_staging import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import (
     dataset_staging_disk_plan,
     dataset_staging_human,
     dataset_staging_settings,

@@ -14,8 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
     nvidia_driver_os,
 )
-
-from plugins.filter.nvidia_driver import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
     nvidia_driver_fabric_manager,
     nvidia_driver_installed_branches,
     nvidia_driver_packages,

@@ -21,13 +21,13 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_valida
     Tuning,
     expected_boot_files,
 )
-
-from plugins.filter.sysctl_tuning import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.sysctl_tuning import (
     sysctl_tuning_parse_file,
     sysctl_tuning_same,
     sysctl_tuning_settings,
     sysctl_tuning_todo,
 )
+
 from tests.unit.systemd_units import verify_unit
 
 REPO = Path(__file__).resolve().parents[2]

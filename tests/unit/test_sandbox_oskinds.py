@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms import (
+    platform_of,
+    problem,
+)
 
-from plugins.plugin_utils.platforms import platform_of, problem
 from tests.sandbox import oskinds
 
 REPO = Path(__file__).resolve().parents[2]

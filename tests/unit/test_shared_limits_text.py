@@ -8,14 +8,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hostcheck import limits as lim
-from hostcheck.units import UNLIMITED
-from plugins.filter.ulimits import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     RLIM_INFINITY,
     ulimits_pam_limits,
     ulimits_proc_limits,
     ulimits_systemctl_show,
 )
+
+from hostcheck import limits as lim
+from hostcheck.units import UNLIMITED
 
 PROC = """\
 Limit                     Soft Limit           Hard Limit           Units
@@ -88,9 +89,8 @@ def test_the_role_and_hostcheck_read_systemctl_show_alike():
 
 
 def test_one_file_serves_both():
+    from ansible_collections.hostcheck.gpu_hosts.plugins.filter import ulimits as role_filters
     from hostcheck._shared import limits_text as packaged
-
-    from plugins.filter import ulimits as role_filters
 
     assert Path(role_filters.limits_text.__file__).resolve() == Path(packaged.__file__).resolve()
     assert lim.shared_limits is packaged

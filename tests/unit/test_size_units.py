@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import _chunk_kib
+from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import ulimits_conf_value
 
 from hostcheck import units
 from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
-from plugins.filter.dataset_staging import _chunk_kib
-from plugins.filter.ulimits import ulimits_conf_value
 
 GB, GiB = 10**9, 2**30
 WRITTEN = {
