@@ -5,9 +5,9 @@ which main.yml and verify.yml run, reads it).
       register: __cuda_check_validation
 
 Checks, in this order: cuda_check_without_driver, the version variables (each "" or dotted
-digits), cuda_check_venv, the folder lists, cuda_check_enabled and
-cuda_check_require_torch_cuda. values.settings are what the cuda_check_decide filter decides by
-(the version variables as text, cuda_check_require_torch_cuda a boolean). The rest is in
+digits), cuda_check_venv and the folder lists (the booleans are the argument spec's).
+values.settings are what the cuda_check_decide filter decides by (the version variables as
+text, cuda_check_require_torch_cuda a boolean). The rest is in
 plugins/plugin_utils/role_validation.py.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.filter.core import to_json
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import SETTINGS
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
@@ -38,7 +37,6 @@ PATH_VARIABLES = [
     "cuda_check_cudnn_include_paths",
     "cuda_check_cudnn_library_paths",
 ]
-BOOLEANS = ("true", "false", "yes", "no", "on", "off", "1", "0")
 VERSION = re.compile(r"^([0-9]+(\.[0-9]+)*)?$")
 VARIABLES = [
     "cuda_check_enabled",
@@ -97,15 +95,8 @@ def cuda_check_values(variables: dict) -> dict:
         value = variables[name]
         if not _is_path_list(value):
             raise Invalid(f"{name}: a list of absolute paths; got {to_json(value)}")
-    enabled, require = variables["cuda_check_enabled"], variables["cuda_check_require_torch_cuda"]
-    if str(enabled).lower() not in BOOLEANS or str(require).lower() not in BOOLEANS:
-        raise Invalid(
-            "cuda_check_enabled and cuda_check_require_torch_cuda: true or false; got "
-            f"{to_json(enabled)} and {to_json(require)}"
-        )
     settings = {name: variables[name] for name in SETTINGS}
     settings.update({name: str(variables[name]) for name in VERSION_VARIABLES})
-    settings["cuda_check_require_torch_cuda"] = boolean(require)
     return {"settings": settings}
 
 

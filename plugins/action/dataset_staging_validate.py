@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 
-from ansible.plugins.filter.core import to_json
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import (
     dataset_staging_disk_plan,
     dataset_staging_human,
@@ -63,12 +62,6 @@ folder=$1
 while [ ! -e "$folder" ]; do folder=$(dirname "$folder"); done
 df -B1 --output=size,target "$folder" | tail -n 1
 """
-
-
-def check_enabled(enabled: object) -> bool:
-    if not isinstance(enabled, bool):
-        raise Invalid(f"dataset_staging_enabled: true or false; got {to_json(enabled)}")
-    return enabled
 
 
 def checked_settings(given: dict, numbers: dict, ranges: dict, os_family: str) -> dict:
@@ -140,7 +133,7 @@ class ActionModule(RoleValidation):
     SWITCHED_OFF = "no disk touched, no dataset staged"
 
     def validate(self) -> dict:
-        if not check_enabled(self.var("dataset_staging_enabled")):
+        if not self.var("dataset_staging_enabled"):
             return {}
         facts = self.facts()
         os_vars = self.os_vars(OS_VARS, required=True)

@@ -93,13 +93,6 @@ def to_json(value: object) -> str:
     return json.dumps(value, default=str)
 
 
-def truthy(value: object) -> bool:
-    """Ansible's bool filter."""
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("yes", "on", "1", "true", "1.0")
-
-
 def is_match(pattern: re.Pattern, value: object) -> bool:
     return isinstance(value, str) and pattern.match(value) is not None
 
@@ -563,14 +556,14 @@ class ActionModule(RoleValidation):
         return self.on_host(PROBE, {"read": self.value("__hostcheck_probe")})
 
     def wanted_units(self) -> dict | None:
-        if not truthy(self.var("hostcheck_timer_enabled")):
+        if not self.var("hostcheck_timer_enabled"):
             return None
         return dict(self.value("__hostcheck_timer_units"))
 
     def wanted_workload(self, found: dict | None) -> dict | None:
         """The DataLoader workload the variables give on this host; None when the settings
         file is not wanted (hostcheck_dataloader_enabled false) or was not read."""
-        if found is None or not truthy(self.var("hostcheck_dataloader_enabled")):
+        if found is None or not self.var("hostcheck_dataloader_enabled"):
             return None
         return dataloader_workload(
             {name: self.var(name) for name in WORKLOAD_VARIABLES.values()}, found["host"]
@@ -619,7 +612,7 @@ class ActionModule(RoleValidation):
                 workload,
                 check_seconds(self.var("hostcheck_dataloader_seconds")),
             )
-        run = truthy(self.var("hostcheck_run"))
+        run = self.var("hostcheck_run")
         report_path = f"{self.var('hostcheck_report_dir')}/report.json"
         stale = stale_reasons(read, report_path)
         why = (
@@ -660,7 +653,7 @@ class ActionModule(RoleValidation):
 
         schedule = self.var("hostcheck_timer_schedule")
         check_schedule(schedule)
-        if truthy(self.var("hostcheck_timer_enabled")):
+        if self.var("hostcheck_timer_enabled"):
             analyze = next((p for p in SYSTEMD_ANALYZE if os.path.isfile(p)), "")
             if analyze:
                 rc, _, stderr, msg = run(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 
 import yaml
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     ActionModule as Validation,
 )
@@ -26,7 +27,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
     dataloader_reasons,
     stale_reasons,
     to_json,
-    truthy,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import systemd_split
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
@@ -172,7 +172,7 @@ class ActionModule(Validation):
     def verify(self, values: dict) -> list[str]:
         read = self.read_host()
         host = self._vars.get("inventory_hostname", "this host")
-        run = truthy(self.var("hostcheck_run"))
+        run = self.var("hostcheck_run")
         report_dir = self.var("hostcheck_report_dir")
         held: list[str] = []
         problems: list[str] = []
@@ -193,7 +193,7 @@ class ActionModule(Validation):
             )
         except Invalid as exc:
             problems.append(str(exc))
-        enabled = truthy(self.var("hostcheck_timer_enabled"))
+        enabled = self.var("hostcheck_timer_enabled")
         timer_held, timer_problems = timer_verified(
             read,
             {
@@ -221,7 +221,7 @@ class ActionModule(Validation):
         """That hostcheck passes: its report stands for the host as it is, or it runs now."""
         stale = stale_reasons(read, report_path)
         asked = self.var("hostcheck_measure") == "always"
-        if not stale and truthy(self.value("__hostcheck_passed_in_this_run")):
+        if not stale and boolean(self.value("__hostcheck_passed_in_this_run"), strict=False):
             return ["hostcheck passed in this run"]
         if not stale and not asked:
             return [

@@ -24,7 +24,6 @@ The rest is in plugins/plugin_utils/role_validation.py.
 from __future__ import annotations
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.filter.core import to_json
 from ansible.template import trust_as_template
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
@@ -32,7 +31,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import
     nvidia_driver_settings,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
-    Invalid,
     RoleValidation,
 )
 
@@ -62,12 +60,6 @@ CUDA_REPOS = "https://developer.download.nvidia.com/compute/cuda/repos/"
 # NVIDIA's repository names the architecture its own way (arm64 servers: sbsa).
 CUDA_ARCHES = {"x86_64": "x86_64", "aarch64": "sbsa"}
 PROBE = "hostcheck.gpu_hosts.nvidia_driver_probe"
-
-
-def check_enabled(enabled: object) -> bool:
-    if not isinstance(enabled, bool):
-        raise Invalid(f"nvidia_driver_enabled: true or false; got {to_json(enabled)}")
-    return enabled
 
 
 def check_numbers(variables: dict, ranges: dict) -> dict:
@@ -129,7 +121,7 @@ class ActionModule(RoleValidation):
     probed: dict | None = None
 
     def validate(self) -> dict:
-        if not check_enabled(self.var("nvidia_driver_enabled")):
+        if not self.var("nvidia_driver_enabled"):
             return {}
         ranges = self.var("__nvidia_driver_number_ranges")
         check_numbers({name: self.var(name) for name in ranges}, ranges)

@@ -29,7 +29,6 @@ import hashlib
 import os
 import re
 
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.template import trust_as_template
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
     Invalid,
@@ -110,14 +109,6 @@ def avx2_choice(
             f"{plain(shown)})"
         )
     return word
-
-
-def benchmark_choice(benchmark: object) -> bool:
-    """pillow_simd_benchmark as a boolean (what Ansible reads as one)."""
-    try:
-        return boolean(benchmark, strict=True)
-    except TypeError:
-        raise Invalid(f"pillow_simd_benchmark: true or false, got '{benchmark}'") from None
 
 
 def skip_reason(facts: dict, has_os_vars: bool, flags: list[str]) -> str:
@@ -227,7 +218,7 @@ class ActionModule(RoleValidation):
             self.var("pillow_simd_venv_python"),
             self.var("pillow_simd_extra_packages"),
         )
-        benchmark = benchmark_choice(self.var("pillow_simd_benchmark"))
+        benchmark = self.var("pillow_simd_benchmark")
         if not self.enabled():
             return {}
         host = str(self._vars.get("inventory_hostname", "the host"))

@@ -43,8 +43,6 @@ PROBE = "hostcheck.gpu_hosts.ulimits_probe"
 NR_OPEN = "/proc/sys/fs/nr_open"
 HOST_READ = [NR_OPEN, "/proc/1/limits", "/proc/self/status", "/etc/pam.d"]
 DEFAULT_PAM_FIX = "add 'session required pam_limits.so' to /etc/pam.d/{service}"
-TRUE_WORDS = ("true", "yes", "on", "1")
-FALSE_WORDS = ("false", "no", "off", "0")
 
 
 def _matches(pattern: re.Pattern, value: object) -> bool:
@@ -122,15 +120,6 @@ def host_checks(
     return nr_open, notes
 
 
-def flag(value: object, name: str) -> bool:
-    """A yes/no variable as Ansible's conditionals read it, or Invalid naming it."""
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() in TRUE_WORDS + FALSE_WORDS:
-        return str(value).lower() in TRUE_WORDS
-    raise Invalid(f"{name}: true or false; got {value!r}")
-
-
 def systemd_skipped(systemd_enabled: bool) -> str:
     """Why services are not given the limits here (systemd_enabled false, or no systemd)."""
     if not systemd_enabled:
@@ -196,7 +185,7 @@ class ActionModule(RoleValidation):
         services = self.var("ulimits_pam_services")
         raw = {item: {kind: self.var(f"ulimits_{item}_{kind}") for kind in KINDS} for item in ITEMS}
         conf = ulimits_conf(users, services, raw)
-        systemd_enabled = flag(self.var("ulimits_systemd_enabled"), "ulimits_systemd_enabled")
+        systemd_enabled = self.var("ulimits_systemd_enabled")
         note = root_note(users)
         if note:
             self.note(note)

@@ -16,7 +16,6 @@ from collections import Counter
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate import (
     PROBE,
-    flag,
     systemd_skipped,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate import (
@@ -192,5 +191,5 @@ class ActionModule(Validation):
         probed = self.probed or self.on_host(
             PROBE, {"read": [paths["limits_file"], paths["dropin"]], **self.verify_reads()}
         )
-        systemd_enabled = flag(self.var("ulimits_systemd_enabled"), "ulimits_systemd_enabled")
+        systemd_enabled = self.var("ulimits_systemd_enabled")
         return verify_limits(probed, values, self.var("ulimits_users"), systemd_enabled, paths)

@@ -130,16 +130,6 @@ def test_folder_lists_are_lists_of_absolute_paths(name, value, shown):
     assert refused(**{name: value}) == f"{name}: a list of absolute paths; got {shown}"
 
 
-@pytest.mark.parametrize(
-    ("enabled", "require", "shown"),
-    [("maybe", True, '"maybe" and true'), (True, None, "true and null"), (2, "y", '2 and "y"')],
-)
-def test_the_switches_are_booleans(enabled, require, shown):
-    assert refused(cuda_check_enabled=enabled, cuda_check_require_torch_cuda=require) == (
-        f"cuda_check_enabled and cuda_check_require_torch_cuda: true or false; got {shown}"
-    )
-
-
 def test_the_first_bad_variable_is_named():
     message = refused(cuda_check_without_driver="x", cuda_check_venv="relative")
     assert message.startswith("cuda_check_without_driver: ")

@@ -14,7 +14,6 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_validate import (
     GIVEN,
-    check_enabled,
     checked_settings,
     measure_args,
     measure_here,
@@ -55,21 +54,6 @@ def dataset(name: str, hot: bool = False, side: str = "node") -> dict:
 
 
 # ---------------------------------------------------------------- the variables
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        ("yes", 'dataset_staging_enabled: true or false; got "yes"'),
-        (1, "dataset_staging_enabled: true or false; got 1"),
-        (None, "dataset_staging_enabled: true or false; got null"),
-    ],
-)
-def test_enabled_must_be_a_boolean(value, message):
-    with pytest.raises(Invalid) as raised:
-        check_enabled(value)
-    assert str(raised.value) == message
-    assert check_enabled(False) is False
 
 
 @pytest.mark.parametrize(

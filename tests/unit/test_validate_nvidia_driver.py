@@ -12,11 +12,9 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
     OS_VARS,
-    check_enabled,
     check_numbers,
     nvidia_driver_values,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
 
 from tests.unit.role_validation import validate
 
@@ -66,19 +64,6 @@ def values(os_name: str = "debian12", **changes) -> dict:
 
 
 # ---------------------------------------------------------------- nvidia_driver_enabled
-
-
-@pytest.mark.parametrize(
-    ("value", "shown"), [("yes", '"yes"'), (1, "1"), (None, "null"), ("true", '"true"')]
-)
-def test_enabled_must_be_a_boolean(value, shown):
-    with pytest.raises(Invalid) as error:
-        check_enabled(value)
-    assert str(error.value) == f"nvidia_driver_enabled: true or false; got {shown}"
-
-
-def test_enabled_booleans_pass():
-    assert check_enabled(True) is True and check_enabled(False) is False
 
 
 # ---------------------------------------------------------------- ranges

@@ -14,7 +14,6 @@ import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
     HOST_SCRIPT,
     avx2_choice,
-    benchmark_choice,
     build_values,
     host_values,
     read_host,
@@ -201,21 +200,6 @@ def test_the_avx2_decision(avx2, flags, build):
             "cpu_flags": flags,
             "avx2_build": build,
         }
-
-
-@pytest.mark.parametrize(
-    ("given", "wanted"),
-    [(True, True), (False, False), ("true", True), ("False", False), ("yes", True), ("0", False)],
-)
-def test_benchmark_words(given, wanted):
-    assert benchmark_choice(given) is wanted
-
-
-@pytest.mark.parametrize("given", ["sometimes", None, 2, "tru"])
-def test_bad_benchmark(given):
-    with pytest.raises(Invalid) as caught:
-        benchmark_choice(given)
-    assert str(caught.value) == f"pillow_simd_benchmark: true or false, got '{given}'"
 
 
 X86 = {"distribution": "Debian", "architecture": "x86_64"}

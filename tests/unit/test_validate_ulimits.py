@@ -10,7 +10,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate import (
     HOST_READ,
     dropin_changes,
-    flag,
     host_checks,
     limits_file_changes,
     path_drift,
@@ -328,17 +327,6 @@ def test_the_drop_in_reads_back_as_the_manager_lines():
         "DefaultLimitMEMLOCK=8388608:8388608\nDefaultLimitNPROC=65536:65536\n"
     )
     assert text.startswith("# Managed by Ansible (role ulimits)")
-
-
-@pytest.mark.parametrize(("value", "wanted"), [(True, True), ("yes", True), ("off", False)])
-def test_systemd_enabled_reads_as_a_conditional(value, wanted):
-    assert flag(value, "ulimits_systemd_enabled") is wanted
-
-
-def test_a_systemd_enabled_that_is_no_yes_or_no_names_the_variable():
-    with pytest.raises(Invalid) as error:
-        flag("maybe", "ulimits_systemd_enabled")
-    assert str(error.value) == "ulimits_systemd_enabled: true or false; got 'maybe'"
 
 
 # --- the action, on this machine (switched off: the host is not read) -------------------
