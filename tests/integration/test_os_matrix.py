@@ -175,3 +175,22 @@ def test_second_run_changes_nothing(user, converged):
     second = site(user)
     assert second.returncode == 0, [(h, second.failure_text(h)) for h in second.failed_hosts()]
     assert {h: s["changed"] for h, s in second.stats.items()} == {h.name: 0 for h in fleet.hosts()}
+
+
+def test_look_alikes_refuse_the_other_distributions_package_names(converged):
+    """A role naming a Debian package on Ubuntu, or an Ubuntu one on Debian, fails here as it
+    would there: each kind keeps its own apt preferences beside this machine's files."""
+    fleet, _ = converged
+    machine_preferences = {path.name for path in Path("/etc/apt/preferences.d").glob("*")}
+    for host in fleet.hosts():
+        distribution, _, _, manager = FACTS[host.os]
+        if manager != "apt":
+            continue
+        own = BUILD_PACKAGES[host.os][0]
+        foreign = BUILD_PACKAGES["debian12" if distribution == "Ubuntu" else "ubuntu2404"][0]
+        assert fleet.ssh(host, f"apt-get install -s -qq {own}").returncode == 0, host.os
+        refused = fleet.ssh(host, f"apt-get install -s -qq {foreign}")
+        assert refused.returncode != 0, f"{host.os} would install {foreign}"
+        listed = set(sh(fleet, host, "ls /etc/apt/preferences.d").split())
+        assert machine_preferences <= listed, host.os
+        assert ("sandbox-ubuntu-lookalike.pref" in listed) == (distribution == "Ubuntu"), host.os

@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-APT_PATHS = (
-    "/etc/apt/sources.list",
+APT_PATHS = ("/etc/apt/sources.list",)
+# Folders whose files are bound one by one, next to the host's own: the Ubuntu look-alikes'
+# pins of Debian-only names (preferences.d) stay in force beside this machine's files.
+APT_FOLDERS = (
+    "/etc/apt/sources.list.d",
     "/etc/apt/apt.conf.d",
     "/etc/apt/trusted.gpg.d",
     "/etc/apt/preferences.d",
@@ -25,8 +28,10 @@ MACHINE_SUITE = "bookworm"
 
 def apt_paths() -> list[str]:
     paths = [p for p in APT_PATHS if os.path.exists(p)]
-    # the files, not the folder: roles add their own repositories next to them
-    paths += sorted(str(p) for p in Path("/etc/apt/sources.list.d").glob("*") if p.is_file())
+    # the files, not the folders: roles add their own repositories next to them, and each OS
+    # kind keeps its own apt configuration beside this machine's
+    for folder in APT_FOLDERS:
+        paths += sorted(str(p) for p in Path(folder).glob("*") if p.is_file())
     for sources in Path("/etc/apt/sources.list.d").glob("*.sources"):
         for line in sources.read_text().splitlines():
             key, _, value = line.partition(":")
