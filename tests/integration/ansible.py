@@ -91,8 +91,9 @@ class PlaybookRun:
         for play in self.output.get("plays", []):
             for task in play["tasks"]:
                 result = task["hosts"].get(host) or {}
+                # results: loop items, or lines of text for some modules (apt's)
                 for item in [result, *result.get("results", [])]:
-                    if item.get("failed"):
+                    if isinstance(item, dict) and item.get("failed"):
                         found.append(str(item.get("msg", "")))
         return " | ".join(found) + self.stderr
 
