@@ -3,20 +3,23 @@ one call of the role's probe module (changes nothing): what pam_limits can set h
 limits.d file and system.conf.d drop-in differ from what the variables want.
 
     - hostcheck.gpu_hosts.ulimits_validate:
+        ulimits_users: "{{ ulimits_users }}"      # ... every ulimits_* variable
+        limits_file: "{{ __ulimits_limits_file }}"
+        systemd_file: "{{ __ulimits_systemd_file }}"
+        header: "{{ __ulimits_header }}"
+        validated: "{{ __ulimits_validation | default({}) }}"
       register: __ulimits_validation
 
-values.conf is {item: {soft, hard}} as limits.conf takes them ('65536', 'unlimited'). When the
-role is enabled: values.nr_open is the host's fs.nr_open; values.plan the entries of our
-limits.d file to remove and to set; values.systemd whether the drop-in is managed here
-(ulimits_systemd_enabled, and systemd runs); values.dropin its text; values.changes what
-differs ([] when nothing must change: main.yml then includes no task that changes anything).
-The rest is in plugins/plugin_utils/role_validation.py.
+The values returned are documented in plugins/modules/ulimits_validate.py; when
+values.changes is empty, main.yml includes no task that changes anything. The base is
+plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from typing import ClassVar
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     ITEMS,
@@ -30,9 +33,9 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     ulimits_proc_limits,
     ulimits_systemd_dropin,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 
 # A user name, a @group name, or '*'.
@@ -175,27 +178,30 @@ def dropin_changes(path: str, text: str | None, stats: dict, wanted_text: str) -
     return differs
 
 
-class ActionModule(RoleValidation):
+class ActionModule(RoleAction):
+    ROLE = "ulimits"
+    INTERNAL: ClassVar[dict] = {
+        "limits_file": {"type": "path", "required": True},
+        "systemd_file": {"type": "path", "required": True},
+        "header": {"type": "str", "required": True},
+    }
     SWITCHED_OFF = "limits.d and systemd left as they are"
     # what validate() read on the host (the probe's result); None until it has
     probed: dict | None = None
 
     def validate(self) -> dict:
-        users = self.var("ulimits_users")
-        services = self.var("ulimits_pam_services")
-        raw = {item: {kind: self.var(f"ulimits_{item}_{kind}") for kind in KINDS} for item in ITEMS}
+        users = self.arg("ulimits_users")
+        services = self.arg("ulimits_pam_services")
+        raw = {item: {kind: self.arg(f"ulimits_{item}_{kind}") for kind in KINDS} for item in ITEMS}
         conf = ulimits_conf(users, services, raw)
-        systemd_enabled = self.var("ulimits_systemd_enabled")
+        systemd_enabled = self.arg("ulimits_systemd_enabled")
         note = root_note(users)
         if note:
             self.note(note)
         if not self.enabled():
             return {"conf": conf}
-        pam_fix = self.os_vars(
-            ["{distribution}-{distribution_major_version}", "{distribution}", "{os_family}"]
-        ).get("__ulimits_pam_fix")
-        limits_file = self.value("__ulimits_limits_file")
-        dropin = self.value("__ulimits_systemd_file")
+        pam_fix = self.os_vars().get("__ulimits_pam_fix")
+        limits_file, dropin = self.arg("limits_file"), self.arg("systemd_file")
         self.probed = self.on_host(PROBE, self.probe_args())
         files = self.probed["files"]
         if NR_OPEN not in files:
@@ -207,7 +213,7 @@ class ActionModule(RoleValidation):
             limits_file,
             files.get(limits_file),
             self.probed["stat"][limits_file],
-            self.value("__ulimits_header"),
+            self.arg("header"),
             ulimits_entries(users, conf),
         )
         systemd = systemd_enabled and self.probed["systemd"]
@@ -230,8 +236,7 @@ class ActionModule(RoleValidation):
 
     def probe_args(self) -> dict:
         """What validate() reads: the files of HOST_READ, and ours with their owners and modes."""
-        limits_file = self.value("__ulimits_limits_file")
-        dropin = self.value("__ulimits_systemd_file")
+        limits_file, dropin = self.arg("limits_file"), self.arg("systemd_file")
         return {
             "read": [*HOST_READ, limits_file, dropin],
             "stat": [limits_file, os.path.dirname(dropin), dropin],

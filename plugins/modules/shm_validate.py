@@ -12,24 +12,9 @@ description:
     (unless I(shm_refuse_shrink_below_used) is false).
   - The role's validate.yml runs it; main.yml and verify.yml get the same result again in the
     run through I(validated), without reading the host again.
+extends_documentation_fragment:
+  - hostcheck.gpu_hosts.shm_variables
 options:
-  shm_enabled:
-    description: The role's C(shm_enabled); false checks the variables only.
-    type: bool
-    default: true
-  shm_size:
-    description: The role's C(shm_size).
-    type: raw
-    default: 50%
-  shm_mount_options:
-    description: The role's C(shm_mount_options).
-    type: list
-    elements: str
-    default: [nosuid, nodev]
-  shm_refuse_shrink_below_used:
-    description: The role's C(shm_refuse_shrink_below_used).
-    type: bool
-    default: true
   validated:
     description: This task's registered result from earlier in the run, returned again when the
       other arguments are the same.

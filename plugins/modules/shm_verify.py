@@ -7,24 +7,9 @@ description:
   - Validates as M(hostcheck.gpu_hosts.shm_validate) does (or takes its result from
     I(validated)), reads /dev/shm and fails where that module would change something, naming
     every difference with what fstab and the mount hold.
+extends_documentation_fragment:
+  - hostcheck.gpu_hosts.shm_variables
 options:
-  shm_enabled:
-    description: The role's C(shm_enabled); false verifies nothing.
-    type: bool
-    default: true
-  shm_size:
-    description: The role's C(shm_size).
-    type: raw
-    default: 50%
-  shm_mount_options:
-    description: The role's C(shm_mount_options).
-    type: list
-    elements: str
-    default: [nosuid, nodev]
-  shm_refuse_shrink_below_used:
-    description: The role's C(shm_refuse_shrink_below_used).
-    type: bool
-    default: true
   validated:
     description: The registered result of M(hostcheck.gpu_hosts.shm_validate) from earlier in
       the run.

@@ -14,6 +14,12 @@ bool and a bad value fails here, before any role changes anything, naming the va
 action reads no other variable; of the host it reads its facts (gathering the `min` subset when
 the play did not) and what its probe module returns.
 
+Besides the role's variables a task may pass the role's own constants (vars/main.yml: the
+files it manages, a header line), named by the action's INTERNAL spec and documented with the
+rest. Per-OS values come from the first of vars/<distribution>-<major>.yml, <distribution>.yml,
+<os_family>-<major>.yml, <os_family>.yml (os_vars(): Ansible's first_found order, without a
+task per role and host); `{fact}` in their strings is the host's fact.
+
 Result: `values` (what the role's tasks use, documented in the action's plugins/modules file),
 `digest` (of the arguments) and `msg`. `validated` is this task's own earlier result in the run:
 when its digest matches, its values are returned again without reading the host, so
@@ -26,7 +32,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
+from typing import ClassVar
 
 import yaml
 from ansible.errors import AnsibleError
@@ -39,6 +47,14 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms impo
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 VALIDATED = {"validated": {"type": "dict", "default": {}}}
+FACT_FIELD = re.compile(r"\{(\w+)\}")
+# vars/<candidate>.yml in this order, the first that exists (Ansible's first_found)
+OS_VARS = (
+    "{distribution}-{distribution_major_version}",
+    "{distribution}",
+    "{os_family}-{distribution_major_version}",
+    "{os_family}",
+)
 
 
 class Invalid(Exception):
@@ -52,10 +68,32 @@ def role_meta(role: str, name: str) -> dict:
         return yaml.safe_load(handle) or {}
 
 
-def argument_spec(role: str) -> dict:
-    """The options of the role's main entry point, plus `validated`."""
+def argument_spec(role: str, internal: dict | None = None) -> dict:
+    """The options of the role's main entry point, the action's INTERNAL ones, `validated`."""
     options = role_meta(role, "argument_specs")["argument_specs"]["main"]["options"]
-    return {**options, **VALIDATED}
+    return {**options, **(internal or {}), **VALIDATED}
+
+
+@functools.cache
+def vars_file(role: str, name: str) -> dict | None:
+    """roles/<role>/vars/<name>.yml loaded, None when there is none."""
+    path = ROLES / role / "vars" / f"{name}.yml"
+    if not path.is_file():
+        return None
+    with open(path) as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def with_facts(value: object, facts: dict) -> object:
+    """Strings of a vars file with each {name} that is a fact filled in (other braces kept),
+    through lists and dicts."""
+    if isinstance(value, str):
+        return FACT_FIELD.sub(lambda m: str(facts.get(m[1], m[0])), value)
+    if isinstance(value, list):
+        return [with_facts(item, facts) for item in value]
+    if isinstance(value, dict):
+        return {key: with_facts(item, facts) for key, item in value.items()}
+    return value
 
 
 class RoleAction(ActionBase):
@@ -70,6 +108,9 @@ class RoleAction(ActionBase):
     SWITCHED_OFF = "left as it is"
     # True for a `<role>_verify` action: after validating it compares the host with the values.
     VERIFIES = False
+    # Arguments that are the role's own constants (vars/main.yml), not user variables:
+    # {name: argument spec}, documented with the others.
+    INTERNAL: ClassVar[dict] = {}
 
     def validate(self) -> dict:
         """The role's checks of self.args; raise Invalid. Returns what the role's tasks use."""
@@ -87,6 +128,7 @@ class RoleAction(ActionBase):
         result["changed"] = False
         self.host_facts = dict((task_vars or {}).get("ansible_facts") or {})
         self.task_vars = task_vars or {}
+        self.host = str(self.task_vars.get("inventory_hostname", "this host"))
         self.notes: list[str] = []
         self.gathered: dict = {}
         try:
@@ -124,7 +166,7 @@ class RoleAction(ActionBase):
 
     def checked_arguments(self) -> dict:
         """The task's arguments checked and converted by the role's argument spec."""
-        checked = ArgumentSpecValidator(argument_spec(self.ROLE)).validate(
+        checked = ArgumentSpecValidator(argument_spec(self.ROLE, self.INTERNAL)).validate(
             dict(self._task.args), validate_role_argument_spec=True
         )
         if checked.error_messages:
@@ -177,10 +219,35 @@ class RoleAction(ActionBase):
     def platform(self) -> tuple[str, str]:
         return platform_of(self.facts())
 
-    def on_host(self, module: str, args: dict) -> dict:
+    def os_vars(self, *, required: bool = False) -> dict:
+        """The role's per-OS values: the first of OS_VARS in its vars folder, {fact} filled in;
+        required: Invalid naming <role>_enabled when there is none for this OS."""
+        facts = self.facts()
+        for candidate in OS_VARS:
+            loaded = vars_file(self.ROLE, with_facts(candidate, facts))
+            if loaded is not None:
+                return with_facts(loaded, facts)
+        if required:
+            raise Invalid(
+                f"{self.ROLE}_enabled: no vars file in roles/{self.ROLE}/vars for "
+                f"{facts.get('distribution')} {facts.get('distribution_version')}"
+            )
+        return {}
+
+    def role_file(self, name: str) -> str:
+        """The text of roles/<role>/files/<name> (a script a probe runs)."""
+        return (ROLES / self.ROLE / "files" / name).read_text()
+
+    def on_host(self, module: str, args: dict, *, fail: bool = True) -> dict:
         """Run a read-only module on the host and return its result; the module supports check
-        mode, so this reads the host in a --check run too."""
+        mode, so this reads the host in a --check run too. fail: Invalid when it failed."""
         out = self._execute_module(module_name=module, module_args=args, task_vars=self.task_vars)
-        if out.get("failed"):
+        if fail and out.get("failed"):
             raise Invalid(f"{self.ROLE}: reading the host ({module}) failed: {out.get('msg', out)}")
         return out
+
+    def host_command(self, argv: list[str], stdin: str | None = None) -> dict:
+        """A read-only command on the host (plugins/modules/host_read.py, in check mode too): its
+        rc, stdout and stderr; never fails the task."""
+        args = {"argv": argv, **({"stdin": stdin} if stdin is not None else {})}
+        return self.on_host("hostcheck.gpu_hosts.host_read", args, fail=False)

@@ -6,7 +6,6 @@ its task does not pass; Ansible's own argument-spec rules convert and refuse the
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
 import os
@@ -60,7 +59,12 @@ def tasks_calling(action: str) -> list[tuple[Path, dict]]:
 
 
 def test_the_migrated_roles_are_found():
-    assert {"shm_validate", "shm_verify"} <= set(ACTIONS)
+    assert {"shm_validate", "shm_verify", "ulimits_validate", "ulimits_verify"} <= set(ACTIONS)
+
+
+def options(action: str) -> dict:
+    """What the action takes: the role's variables, its own constants (INTERNAL), validated."""
+    return argument_spec(ACTIONS[action].ROLE, ACTIONS[action].INTERNAL)
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
@@ -70,26 +74,41 @@ def test_each_task_passes_the_role_variables_by_their_names(action):
     calls = tasks_calling(action)
     assert calls, f"no task of roles/ calls {action}"
     for path, args in calls:
-        assert set(args) == variables | {"validated"}, path
+        assert set(args) == set(options(action)), path
         for name in variables:
             assert args[name] == "{{ " + name + " }}", (path, name)
+        for name in ACTIONS[action].INTERNAL:
+            # the role's own variable (vars/main.yml, or registered earlier in the role)
+            internal = r"\{\{ __" + role + r"_\w+( \| [^{}]+)? \}\}"
+            assert re.fullmatch(internal, args[name]), (path, name)
         assert args["validated"] == "{{ __" + role + "_validation | default({}) }}", path
 
 
+@pytest.fixture(scope="module")
+def shown() -> dict:
+    """ansible-doc's JSON of every module of plugins/modules (documentation fragments merged)."""
+    names = [PREFIX + path.stem for path in sorted((REPO / "plugins" / "modules").glob("*.py"))]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-doc"), "-t", "module", "--json", *names],
+        cwd=REPO,
+        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("action", sorted(ACTIONS))
-def test_the_documentation_lists_the_role_spec(action):
-    source = (REPO / "plugins" / "modules" / f"{action}.py").read_text()
-    (doc,) = [
-        node.value.value
-        for node in ast.parse(source).body
-        if isinstance(node, ast.Assign) and node.targets[0].id == "DOCUMENTATION"
-    ]
-    documented = yaml.safe_load(doc)["options"]
-    spec = argument_spec(ACTIONS[action].ROLE)
+def test_the_documentation_lists_the_role_spec(action, shown):
+    documented = shown[PREFIX + action]["doc"]["options"]
+    spec = options(action)
     assert set(documented) == set(spec)
     for name, option in spec.items():
         for key in SPEC_KEYS:
             assert documented[name].get(key) == option.get(key), (action, name, key)
+        assert documented[name].get("required", False) == option.get("required", False), name
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
@@ -104,19 +123,9 @@ def test_the_action_reads_only_its_arguments_and_the_facts(action):
     assert "task_vars[" not in source and "task_vars.get" not in source
 
 
-def test_ansible_doc_shows_every_module_and_the_role_actions():
+def test_ansible_doc_shows_every_module_and_the_role_actions(shown):
     names = [PREFIX + path.stem for path in sorted((REPO / "plugins" / "modules").glob("*.py"))]
     assert {PREFIX + action for action in ACTIONS} <= set(names)
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-doc"), "-t", "module", "--json", *names],
-        cwd=REPO,
-        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    shown = json.loads(done.stdout)
     assert set(shown) == set(names)
     for name in names:
         assert shown[name]["doc"]["short_description"], name
