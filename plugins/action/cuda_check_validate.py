@@ -2,13 +2,15 @@
 which main.yml and verify.yml run, reads it).
 
     - hostcheck.gpu_hosts.cuda_check_validate:
+        cuda_check_enabled: "{{ cuda_check_enabled }}"   # ... every cuda_check_* variable
+        validated: "{{ __cuda_check_validation | default({}) }}"
       register: __cuda_check_validation
 
 Checks, in this order: cuda_check_without_driver, the version variables (each "" or dotted
 digits), cuda_check_venv and the folder lists (the booleans are the argument spec's).
 values.settings are what the cuda_check_decide filter decides by (the version variables as
-text, cuda_check_require_torch_cuda a boolean). The rest is in
-plugins/plugin_utils/role_validation.py.
+text, cuda_check_require_torch_cuda a boolean); documented in
+plugins/modules/cuda_check_validate.py. The base is plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from collections.abc import Mapping
 
 from ansible.plugins.filter.core import to_json
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import SETTINGS
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 
 # Each "" or dotted digits.
@@ -100,8 +102,9 @@ def cuda_check_values(variables: dict) -> dict:
     return {"settings": settings}
 
 
-class ActionModule(RoleValidation):
+class ActionModule(RoleAction):
+    ROLE = "cuda_check"
     SWITCHED_OFF = "driver, CUDA, cuDNN and torch versions not checked"
 
     def validate(self) -> dict:
-        return cuda_check_values({name: self.var(name) for name in VARIABLES})
+        return cuda_check_values({name: self.arg(name) for name in VARIABLES})

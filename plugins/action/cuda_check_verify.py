@@ -2,31 +2,29 @@
 host: roles/cuda_check/files/cuda_facts.py run by the training venv's python (or, when the venv
 has none yet, the OS's python3), then the cuda_check_decide filter's decision. main.yml runs it
 (registered as __cuda_check_checked) and verify.yml again: there it returns the check main.yml
-made in the same run, and reads the host only when verify.yml runs alone.
+made in the same run, given as `checked`, and reads the host only when verify.yml runs alone.
 
-    - hostcheck.gpu_hosts.cuda_check_verify:
+    - hostcheck.gpu_hosts.cuda_check_verify:   # the arguments of cuda_check_validate, and
+        checked: "{{ __cuda_check_checked | default(omit) }}"
       register: __cuda_check_checked
 
 Besides msg (the verdict) the result has versions: the versions side by side, one line each, and
 one line per problem and warning (a failure's message is the same text). The validation comes
-first (plugins/action/cuda_check_validate.py; reused when the run validated already). The rest
-is in plugins/plugin_utils/role_validation.py.
+first (plugins/action/cuda_check_validate.py; reused when the run validated already).
+Documented in plugins/modules/cuda_check_verify.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
+from typing import ClassVar
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate import (
     ActionModule as Validation,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import cuda_check_decide
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
-CHECKED = "__cuda_check_checked"
-OS_VARS = ["{distribution}-{distribution_major_version}", "{distribution}", "{os_family}"]
 # Runs the script on stdin with the venv's python ($1), else the OS's; says which first.
 RUN_SCRIPT = """python=$1; shift
 if [ -x "$python" ]; then
@@ -76,6 +74,10 @@ def decided(facts: dict, settings: dict) -> tuple[str, list[str]]:
 
 class ActionModule(Validation):
     VERIFIES = True
+    INTERNAL: ClassVar[dict] = {
+        # this action's registered result from main.yml earlier in the run
+        "checked": {"type": "dict", "default": {}},
+    }
 
     def run(self, tmp=None, task_vars=None):
         self.versions: list[str] = []
@@ -85,12 +87,19 @@ class ActionModule(Validation):
             result["_ansible_verbose_always"] = True
         return result
 
+    def checked_arguments(self) -> dict:
+        """The arguments without `checked`, which is no setting: the digest of the rest is the
+        validation's, whose result is reused."""
+        args = super().checked_arguments()
+        self.checked = args.pop("checked")
+        return args
+
     def switched_off(self) -> str:
         return self.SWITCHED_OFF
 
     def verify(self, values: dict) -> list[str]:
-        earlier = self._vars.get(CHECKED)
-        if isinstance(earlier, Mapping) and earlier.get("versions") and not earlier.get("failed"):
+        earlier = self.checked
+        if earlier.get("versions") and not earlier.get("failed"):
             self.versions = list(earlier["versions"])
             return [f"checked earlier in this run: {earlier['msg']}"]
         settings = values["settings"]
@@ -99,7 +108,7 @@ class ActionModule(Validation):
         if not by_venv:
             said.append(
                 f"cuda_check_venv: {settings['cuda_check_venv']} has no bin/python on "
-                f"{self._vars.get('inventory_hostname')}; the versions are read with "
+                f"{self.host}; the versions are read with "
                 f"{facts.get('python')}, which may lack pynvml and torch"
             )
         try:
@@ -111,29 +120,26 @@ class ActionModule(Validation):
 
     def read_versions(self, venv: str) -> tuple[bool, dict]:
         facts = self.facts()
-        os_vars = self.os_vars(OS_VARS)
+        os_vars = self.os_vars()
         args = script_args(
-            self.var("cuda_check_toolkit_paths"),
+            self.arg("cuda_check_toolkit_paths"),
             os_paths(
-                self.var("cuda_check_cudnn_include_paths"),
+                self.arg("cuda_check_cudnn_include_paths"),
                 os_vars,
                 "__cuda_check_os_cudnn_include_paths",
                 facts,
             ),
             os_paths(
-                self.var("cuda_check_cudnn_library_paths"),
+                self.arg("cuda_check_cudnn_library_paths"),
                 os_vars,
                 "__cuda_check_os_cudnn_library_paths",
                 facts,
             ),
         )
-        with open(os.path.join(self.role_path, "files", "cuda_facts.py")) as handle:
-            script = handle.read()
         python = f"{venv.rstrip('/')}/bin/python"
-        read = self.on_host(
-            "ansible.builtin.command",
-            {"argv": ["/bin/sh", "-c", RUN_SCRIPT, "sh", python, *args], "stdin": script},
-            fail=False,
+        read = self.host_command(
+            ["/bin/sh", "-c", RUN_SCRIPT, "sh", python, *args],
+            stdin=self.role_file("cuda_facts.py"),
         )
         if read.get("rc") != 0:
             raise Invalid(
