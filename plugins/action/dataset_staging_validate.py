@@ -3,24 +3,28 @@ only) the disks and the datasets' sources, so a disk that holds data, a missing 
 copy too large for its tmpfs stops the play here.
 
     - hostcheck.gpu_hosts.dataset_staging_validate:
+        dataset_staging_enabled: "{{ dataset_staging_enabled }}"   # ... every dataset_staging_*
+        number_ranges: "{{ __dataset_staging_number_ranges }}"
+        validated: "{{ __dataset_staging_validation | default({}) }}"
       register: __dataset_staging_validation
 
 values (vars/main.yml names them as the role's tasks use them):
     settings  the variables checked together (plugins/filter/dataset_staging.py)
-    os_vars   vars/<Distribution>-<major>.yml, <Distribution>.yml or <os_family>.yml
+    os_vars   the role's per-OS vars (vars/<os_family>.yml)
     probe     what hostcheck.gpu_hosts.dataset_disk_probe read on the host (a skipped result
               when no disk is given)
     disk      the disk plan: {action, target, refusals: [], wipe}
     measured  each dataset's measure result (dataset_stage mode measure), node ones first, with
               the dataset under __dataset_staging_item as a loop result has it
     hot_fs    {size, target} of the file system hot copies go to (when a dataset is hot)
-Nothing when dataset_staging_enabled is false. The rest is in
-plugins/plugin_utils/role_validation.py.
+Nothing when dataset_staging_enabled is false. Documented in
+plugins/modules/dataset_staging_validate.py; the base is plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
 
 import os
+from typing import ClassVar
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import (
     dataset_staging_disk_plan,
@@ -32,9 +36,9 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.modules.dataset_stage impor
     StagingError,
     stage,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 
 # settings key -> the role variable it is read from (dataset_staging_<key>)
@@ -54,7 +58,6 @@ GIVEN = (
     "verify_written",
     "hot_root",
 )
-OS_VARS = ["{distribution}-{distribution_major_version}", "{distribution}", "{os_family}"]
 PROBE_SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
 # The size and mount point of the file system a path is on (or would be, once made).
 HOT_FS_SCRIPT = """set -o pipefail
@@ -129,18 +132,23 @@ def _clean(result: dict) -> dict:
     return {key: value for key, value in result.items() if not key.startswith("_ansible")}
 
 
-class ActionModule(RoleValidation):
+class ActionModule(RoleAction):
+    ROLE = "dataset_staging"
+    INTERNAL: ClassVar[dict] = {
+        # {variable: [lowest, highest, unit]} (vars/main.yml)
+        "number_ranges": {"type": "dict", "required": True},
+    }
     SWITCHED_OFF = "no disk touched, no dataset staged"
 
     def validate(self) -> dict:
-        if not self.var("dataset_staging_enabled"):
+        if not self.enabled():
             return {}
         facts = self.facts()
-        os_vars = self.os_vars(OS_VARS, required=True)
-        ranges = self.value("__dataset_staging_number_ranges")
+        os_vars = self.os_vars(required=True)
+        ranges = self.arg("number_ranges")
         settings = checked_settings(
-            {key: self.var(f"dataset_staging_{key}") for key in GIVEN},
-            {name: self.var(name) for name in ranges},
+            {key: self.arg(f"dataset_staging_{key}") for key in GIVEN},
+            {name: self.arg(name) for name in ranges},
             ranges,
             facts["os_family"],
         )

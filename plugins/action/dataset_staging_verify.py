@@ -1,13 +1,13 @@
 """Verifies the staging file system and the staged datasets after provisioning, in one task:
 the file system at dataset_staging_mount mounted by UUID with its options and persisted in fstab
 (one command reads both), and each dataset (and its hot copy) complete at its destination (the
-dataset_stage module in check mode, one call each). Where there is no disk and no dataset
+dataset_stage module with dry_run, one call each). Where there is no disk and no dataset
 nothing is read.
 
-    - hostcheck.gpu_hosts.dataset_staging_verify:
+    - hostcheck.gpu_hosts.dataset_staging_verify:   # the arguments of dataset_staging_validate
 
 The validation comes first (plugins/action/dataset_staging_validate.py; reused when the run
-validated already). The rest is in plugins/plugin_utils/role_validation.py.
+validated already). Documented in plugins/modules/dataset_staging_verify.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ansible.plugins.filter.core import to_json
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_validate import (
     ActionModule as Validation,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 # The mount at $1 and the fstab line findmnt finds for it, as {"live": ..., "fstab": ...}
 # (null where findmnt finds none).
@@ -61,8 +61,9 @@ def mount_problem(settings: dict, mounted: dict | None, persisted: dict | None) 
 
 
 def dataset_copies(settings: dict) -> list[dict]:
-    """Each staged copy to check: the dataset at its destination, and its hot copy, both
-    against the manifest the staging recorded."""
+    """Each staged copy to check (dataset_stage's arguments): the dataset at its destination,
+    and its hot copy, both against the manifest the staging recorded; dry_run, so nothing is
+    written."""
     copies = []
     for dataset in settings["datasets"]:
         manifest = f"{settings['state_dir']}/{dataset['name']}.sha256"
@@ -79,6 +80,7 @@ def dataset_copies(settings: dict) -> list[dict]:
                 "state_dir": state_dir,
                 "checksum": settings["checksum"],
                 "verify": settings["verify"],
+                "dry_run": True,
             }
             for dest, state_dir in places
         ]
@@ -86,7 +88,7 @@ def dataset_copies(settings: dict) -> list[dict]:
 
 
 def copy_problem(copy: dict, checked: dict) -> str | None:
-    """None when the check-mode copy found the destination complete."""
+    """None when the dry-run copy found the destination complete."""
     if checked.get("failed"):
         return f"{copy['dest']}: {checked.get('msg', 'could not be checked')}"
     if int(checked.get("would_copy_files", 0)) > 0:
@@ -133,14 +135,5 @@ class ActionModule(Validation):
         return parse_mount_read(read["stdout"])
 
     def check_copy(self, copy: dict) -> dict:
-        """dataset_stage in check mode: what a copy would still do (nothing is written)."""
-        check_mode = self._task.check_mode
-        self._task.check_mode = True
-        try:
-            return self._execute_module(
-                module_name="hostcheck.gpu_hosts.dataset_stage",
-                module_args=copy,
-                task_vars=self._vars,
-            )
-        finally:
-            self._task.check_mode = check_mode
+        """What a copy would still do (dataset_stage with dry_run: nothing is written)."""
+        return self.on_host("hostcheck.gpu_hosts.dataset_stage", copy, fail=False)

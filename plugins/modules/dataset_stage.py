@@ -79,6 +79,15 @@ options:
       - For plan when I(source) is not on the node, C(<bytes>  <relative/path>) lines (as from
         C(find . -type f -printf '%s  %P\n')) giving the sizes for the free-space check.
     type: path
+  dry_run:
+    description:
+      - For copy, plan and commit, change nothing and say what I(mode) would do, as in check
+        mode (copy and commit return I(would_copy_files) and I(would_copy_bytes)). Refused for
+        manifest and sizes, which write their files in check mode too.
+      - The dataset_staging role's verify action asks a copy this way whether a staged dataset
+        is complete, whether or not the run is in check mode.
+    type: bool
+    default: false
 author: hostcheck
 """
 
@@ -127,6 +136,14 @@ to_copy:
   description: For plan, the relative paths still needed (first 1000).
   type: list
   returned: plan
+would_copy_files:
+  description: Files copy would write or commit would move into place.
+  type: int
+  returned: copy and commit with dry_run or in check mode
+would_copy_bytes:
+  description: Their bytes.
+  type: int
+  returned: copy and commit with dry_run or in check mode
 summary:
   description: One line for humans.
   type: str
@@ -172,6 +189,7 @@ DEFAULTS = {
     "incoming": None,
     "files_from": None,
     "sizes": None,
+    "dry_run": False,
 }
 REQUIRED = {
     "copy": ("source", "dest", "state_dir"),
@@ -1151,6 +1169,8 @@ def validate(options: dict) -> dict:
         raise StagingError(f"name: {name!r} is not usable as a dataset (and file) name")
     if options["mode"] not in MODES:
         raise StagingError(f"mode: {options['mode']!r} is not one of {', '.join(MODES)}")
+    if options["dry_run"] and options["mode"] in ("manifest", "sizes"):
+        raise StagingError(f"dry_run: mode {options['mode']} cannot run without writing")
     if options["verify"] not in VERIFY:
         raise StagingError(f"verify: {options['verify']!r} is not one of {', '.join(VERIFY)}")
     check_algorithm(options["checksum"])
@@ -1177,7 +1197,8 @@ def validate(options: dict) -> dict:
 
 
 def stage(options: dict, check_mode: bool = False) -> dict:
-    """Run the module's work; raise StagingError with a one-line message on failure."""
+    """Run the module's work, changing nothing when check_mode or dry_run; raise StagingError
+    with a one-line message on failure."""
     options = validate(options)
     try:
         if options["mode"] == "measure":
@@ -1186,7 +1207,7 @@ def stage(options: dict, check_mode: bool = False) -> dict:
             return make_manifest(options)
         if options["mode"] == "sizes":
             return write_sizes(options)
-        return Stager(options, check_mode).run()
+        return Stager(options, check_mode or options["dry_run"]).run()
     except OSError as error:
         raise StagingError(f"{options['name']}: {error}") from error
 
@@ -1207,6 +1228,7 @@ def main() -> None:
             "incoming": {"type": "path"},
             "files_from": {"type": "path"},
             "sizes": {"type": "path"},
+            "dry_run": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )

@@ -448,6 +448,16 @@ def test_check_mode_reports_and_changes_nothing(tmp_path, dataset):
     assert snapshot(tmp_path) == staged
 
 
+def test_dry_run_reports_as_check_mode_does(tmp_path, dataset):
+    """The option the role's verify action asks with, in a run that is not in check mode."""
+    before = snapshot(tmp_path)
+    result = ds.stage({**options(tmp_path), "dry_run": True})
+    assert snapshot(tmp_path) == before
+    assert result["would_copy_files"] == len(dataset) and result["files_copied"] == 0
+    with pytest.raises(ds.StagingError, match=r"^dry_run: mode sizes cannot run without"):
+        ds.stage({**options(tmp_path), "mode": "sizes", "dry_run": True})
+
+
 def controller_files(tmp_path: Path, files: dict[str, bytes]) -> tuple[Path, Path]:
     """The manifest and the sizes file a controller would send with a push."""
     manifest = write_manifest(tmp_path / "push.sha256", files)

@@ -61,6 +61,7 @@ def tasks_calling(action: str) -> list[tuple[Path, dict]]:
 def test_the_migrated_roles_are_found():
     assert {"shm_validate", "shm_verify", "ulimits_validate", "ulimits_verify"} <= set(ACTIONS)
     assert {"cuda_check_validate", "cuda_check_verify"} <= set(ACTIONS)
+    assert {"dataset_staging_validate", "dataset_staging_verify"} <= set(ACTIONS)
 
 
 def options(action: str) -> dict:
