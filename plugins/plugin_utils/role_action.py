@@ -195,7 +195,10 @@ class RoleAction(ActionBase):
 
     def facts(self) -> dict:
         """The host's distribution and kernel facts, gathered (subset min) if the play did not."""
-        facts = {**self.host_facts, **self.gathered}
+        facts = {
+            **self.host_facts,
+            **{key.removeprefix("ansible_"): fact for key, fact in self.gathered.items()},
+        }
         if "os_family" in facts and "kernel" in facts:
             return facts
         gathered = self._execute_module(

@@ -171,3 +171,23 @@ def test_every_switch_that_is_no_boolean_is_refused_by_name(tmp_path, role):
     assert failed["msg"].startswith(f"{role}: validation of arguments failed: ")
     for name in names:
         assert f"argument '{name}'" in failed["msg"], name
+
+
+def test_facts_are_gathered_once_per_task_when_the_play_did_not():
+    """check_platform, os_vars and the action's own reads all ask for the facts: one setup."""
+    calls = []
+
+    class Probe(RoleAction):
+        ROLE = "shm"
+
+        def _execute_module(self, module_name, module_args, task_vars):
+            calls.append(module_name)
+            return {"ansible_facts": {"ansible_os_family": "Debian", "ansible_kernel": "6.1.0"}}
+
+    action = object.__new__(Probe)
+    action.host_facts, action.gathered, action.task_vars = {}, {}, {}
+    first, second = action.facts(), action.facts()
+    assert first["os_family"] == second["os_family"] == "Debian"
+    assert second["kernel"] == "6.1.0"
+    assert calls == ["ansible.builtin.setup"]
+    assert action.gathered == {"ansible_os_family": "Debian", "ansible_kernel": "6.1.0"}
