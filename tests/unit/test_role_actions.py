@@ -61,6 +61,7 @@ def tasks_calling(action: str) -> list[tuple[Path, dict]]:
 def test_the_migrated_roles_are_found():
     assert {"shm_validate", "shm_verify", "ulimits_validate", "ulimits_verify"} <= set(ACTIONS)
     assert {"pillow_simd_validate", "pillow_simd_verify"} <= set(ACTIONS)
+    assert {"nvidia_driver_validate", "nvidia_driver_verify"} <= set(ACTIONS)
 
 
 def options(action: str) -> dict:
