@@ -1,46 +1,32 @@
-"""Validates the nvidia_driver role's variables together and against the host's OS.
+"""The nvidia_driver role's decisions: its variables checked together and against this OS's
+package table, then the host read once (hostcheck.gpu_hosts.nvidia_driver_probe).
 
     - hostcheck.gpu_hosts.nvidia_driver_validate:
+        nvidia_driver_branch: "{{ nvidia_driver_branch }}"   # ... every nvidia_driver_* variable
+        number_ranges: "{{ __nvidia_driver_number_ranges }}"
+        nouveau_file: "{{ __nvidia_driver_nouveau_file }}"
+        validated: "{{ __nvidia_driver_validation | default({}) }}"
       register: __nvidia_driver_validation
 
-Checks, in this order: nvidia_driver_enabled is a boolean; (enabled) the numeric variables
-against their ranges (__nvidia_driver_number_ranges, vars/main.yml); (enabled) the variables
-together and against this OS's package table (vars/<OS>.yml, the first of Distribution-Major,
-Distribution, OsFamily-Major, OsFamily), with the nvidia_driver_settings filter; then the host
-is read once (hostcheck.gpu_hosts.nvidia_driver_probe). values (empty when the role is switched
-off):
-
-    wanted   the variables as nvidia_driver_settings normalised them (__nvidia_driver_wanted)
-    plan     packages, module stream, repository for this OS (__nvidia_driver_plan)
-    os       this OS as the filters see it
-    os_vars  the per-OS variables, templated (vars/main.yml aliases the ones the tasks use)
-    probe    what the probe read: GPUs, packages, modules, Secure Boot (__nvidia_driver_probe)
-    install  whether main.yml installs the driver here: a GPU is on the PCI bus, or
-             nvidia_driver_skip_without_gpu is false (a host without one is noted, not failed)
-
-The rest is in plugins/plugin_utils/role_validation.py.
+Checks, in this order (when nvidia_driver_enabled): the numeric variables against their ranges
+(number_ranges); the variables together and against this OS's package table (os_vars(): the
+first of vars/<distribution>-<major>.yml, <distribution>.yml, <os_family>-<major>.yml,
+<os_family>.yml), with the nvidia_driver_settings filter. The values returned, which the role's
+vars/main.yml names __nvidia_driver_<value>, are documented in
+plugins/modules/nvidia_driver_validate.py. The base is plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
 
-from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.template import trust_as_template
+from typing import ClassVar
+
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
     nvidia_driver_packages,
     nvidia_driver_settings,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
-    RoleValidation,
-)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import RoleAction
 
-# vars/<candidate>.yml, the first that exists.
-OS_VARS = [
-    "{distribution}-{distribution_major_version}",
-    "{distribution}",
-    "{os_family}-{distribution_major_version}",
-    "{os_family}",
-]
 # The nvidia_driver_settings filter's keys and the variables they come from.
 GIVEN = {
     "branch": "nvidia_driver_branch",
@@ -67,13 +53,20 @@ def check_numbers(variables: dict, ranges: dict) -> dict:
     return numbers_in_range({name: variables.get(name) for name in ranges}, ranges)
 
 
+def cuda_repo_os(os_vars: dict) -> str:
+    """NVIDIA's name of this OS in its CUDA repository: vars/<OS>.yml's
+    __nvidia_driver_cuda_repo_os (its {fact} fields filled in) without dots, as ubuntu2204 for
+    ubuntu{distribution_version}."""
+    return os_vars["__nvidia_driver_cuda_repo_os"].replace(".", "")
+
+
 def nvidia_driver_os(os_vars: dict, facts: dict, repo_url: object, repo_key_url: object) -> dict:
-    """This OS as the nvidia_driver filters see it, from the (templated) per-OS variables and
-    nvidia_driver_cuda_repo_url / nvidia_driver_cuda_repo_key_url ("" or none: NVIDIA's)."""
+    """This OS as the nvidia_driver filters see it, from the per-OS variables ({fact} fields
+    filled in) and nvidia_driver_cuda_repo_url / nvidia_driver_cuda_repo_key_url ("" or none:
+    NVIDIA's)."""
     arch = facts.get("architecture")
     repository = str(
-        repo_url
-        or f"{CUDA_REPOS}{os_vars['__nvidia_driver_cuda_repo_os']}/{CUDA_ARCHES.get(arch, arch)}"
+        repo_url or f"{CUDA_REPOS}{cuda_repo_os(os_vars)}/{CUDA_ARCHES.get(arch, arch)}"
     ).strip()
     key_url = repo_key_url or f"{repository}/{os_vars['__nvidia_driver_cuda_repo_key_file']}"
     return {
@@ -89,6 +82,7 @@ def nvidia_driver_os(os_vars: dict, facts: dict, repo_url: object, repo_key_url:
 
 def nvidia_driver_values(variables: dict, os_vars: dict, facts: dict) -> dict:
     """The variables checked together and against this OS: wanted, plan, os, os_vars."""
+    os_vars = {**os_vars, "__nvidia_driver_cuda_repo_os": cuda_repo_os(os_vars)}
     os = nvidia_driver_os(
         os_vars,
         facts,
@@ -100,56 +94,43 @@ def nvidia_driver_values(variables: dict, os_vars: dict, facts: dict) -> dict:
     return {"wanted": wanted, "plan": plan, "os": os, "os_vars": os_vars}
 
 
-def _trusted(data):
-    if isinstance(data, str):
-        return trust_as_template(data)
-    if isinstance(data, dict):
-        return {key: _trusted(value) for key, value in data.items()}
-    if isinstance(data, list):
-        return [_trusted(value) for value in data]
-    return data
-
-
 def installs_here(probe: dict, skip_without_gpu: bool) -> bool:
     return bool(probe["gpus"]) or not skip_without_gpu
 
 
-class ActionModule(RoleValidation):
+class ActionModule(RoleAction):
+    ROLE = "nvidia_driver"
+    INTERNAL: ClassVar[dict] = {
+        "number_ranges": {"type": "dict", "required": True},
+        "nouveau_file": {"type": "path", "required": True},
+    }
     SWITCHED_OFF = "the NVIDIA driver is left as it is"
     # what read_driver_state() read in this task (the verify action compares it when it
     # validated now)
     probed: dict | None = None
 
     def validate(self) -> dict:
-        if not self.var("nvidia_driver_enabled"):
+        if not self.enabled():
             return {}
-        ranges = self.var("__nvidia_driver_number_ranges")
-        check_numbers({name: self.var(name) for name in ranges}, ranges)
-        facts = self.facts()
-        loaded = self.os_vars(OS_VARS, required=True)
-        # vars/<OS>.yml name facts in templates ("debian{{ ansible_facts[...] }}")
-        templar = self._templar.copy_with_new_env(
-            available_variables={**self._vars, "ansible_facts": facts}
-        )
-        os_vars = templar.template(_trusted(loaded))
+        check_numbers(self.args, self.arg("number_ranges"))
         variables = {
-            name: self.var(name)
+            name: self.arg(name)
             for name in [
                 *GIVEN.values(),
                 "nvidia_driver_cuda_repo_url",
                 "nvidia_driver_cuda_repo_key_url",
             ]
         }
-        values = nvidia_driver_values(variables, os_vars, facts)
+        values = nvidia_driver_values(variables, self.os_vars(required=True), self.facts())
         values["probe"] = self.read_driver_state(values["wanted"])
         values["install"] = installs_here(
-            values["probe"], boolean(self.var("nvidia_driver_skip_without_gpu"))
+            values["probe"], self.arg("nvidia_driver_skip_without_gpu")
         )
         if not values["install"]:
             self.note(
-                f"{self._vars.get('inventory_hostname')}: no NVIDIA GPU on the PCI bus (no vendor "
-                "0x10de display controller in /sys/bus/pci/devices): the NVIDIA driver is not "
-                "installed here (nvidia_driver_skip_without_gpu: false installs it anyway)"
+                f"{self.host}: no NVIDIA GPU on the PCI bus (no vendor 0x10de display controller "
+                "in /sys/bus/pci/devices): the NVIDIA driver is not installed here "
+                "(nvidia_driver_skip_without_gpu: false installs it anyway)"
             )
         return values
 
@@ -157,7 +138,7 @@ class ActionModule(RoleValidation):
         args = {
             "mok_key": wanted["mok_key"],
             "mok_cert": wanted["mok_cert"],
-            "nouveau_file": self.value("__nvidia_driver_nouveau_file"),
+            "nouveau_file": self.arg("nouveau_file"),
         }
         read = self.on_host(PROBE, args)
         self.probed = {key: value for key, value in read.items() if not key.startswith("_ansible")}

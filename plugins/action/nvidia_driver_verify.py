@@ -4,16 +4,15 @@ wanted branch installed, a module built for the running kernel, the packages hel
 blacklisted, Fabric Manager at the driver's version where it belongs, and no reboot pending when
 nvidia_driver_fail_if_reboot_required says so.
 
-    - hostcheck.gpu_hosts.nvidia_driver_verify:
+    - hostcheck.gpu_hosts.nvidia_driver_verify:   # the arguments of nvidia_driver_validate
 
 The validation comes first (plugins/action/nvidia_driver_validate.py; reused when the run
 validated already); a host it found without a GPU, which the role skipped, is not read again.
-The rest is in plugins/plugin_utils/role_validation.py.
+Documented in plugins/modules/nvidia_driver_verify.py.
 """
 
 from __future__ import annotations
 
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
     ActionModule as Validation,
 )
@@ -23,7 +22,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import
     nvidia_driver_reboot,
     nvidia_driver_version_mismatches,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 
 def driver_problems(probe: dict, values: dict, checks: dict) -> list[str]:
@@ -77,13 +76,13 @@ class ActionModule(Validation):
     def verify(self, values: dict) -> list[str]:
         if not values["install"]:
             return [
-                f"{self._vars.get('inventory_hostname')}: no NVIDIA GPU on the PCI bus and "
-                "nvidia_driver_skip_without_gpu: nothing installed, nothing to verify"
+                f"{self.host}: no NVIDIA GPU on the PCI bus and nvidia_driver_skip_without_gpu: "
+                "nothing installed, nothing to verify"
             ]
         checks = {
-            "hold": boolean(self.var("nvidia_driver_hold")),
-            "blacklist_nouveau": boolean(self.var("nvidia_driver_blacklist_nouveau")),
-            "nouveau_file": self.value("__nvidia_driver_nouveau_file"),
+            "hold": self.arg("nvidia_driver_hold"),
+            "blacklist_nouveau": self.arg("nvidia_driver_blacklist_nouveau"),
+            "nouveau_file": self.arg("nouveau_file"),
         }
         probe = self.probed or self.read_driver_state(values["wanted"])
         return [driver_verified(probe, values, checks)]

@@ -1,26 +1,14 @@
-"""Validates the pillow_simd role's variables, then (read-only) what is at pillow_simd_venv on
-the host and its CPU flags, which decide the AVX2 build:
+"""The pillow_simd role's decisions: its variables checked, then (read-only, one command) what
+is at pillow_simd_venv on the host and its CPU flags, which decide the AVX2 build; the per-OS
+package lists and cache key (os_vars()) and the inputs of files/pillow_simd_helper.py probe.
 
     - hostcheck.gpu_hosts.pillow_simd_validate:
+        pillow_simd_venv: "{{ pillow_simd_venv }}"   # ... every pillow_simd_* variable
+        validated: "{{ __pillow_simd_validation | default({}) }}"
       register: __pillow_simd_validation
 
-values (with pillow_simd_enabled; the host is not read otherwise), which the role's
-vars/main.yml names __pillow_simd_<value>:
-
-    cpu_flags      the flags of /proc/cpuinfo ([] where it lists none)
-    avx2_build     whether to build with -mavx2
-    benchmark      pillow_simd_benchmark as a boolean
-    skip_reason    why pillow-simd cannot be built on this host ("" when it can); the rest
-                   is there only when it can:
-    venv, version  pillow_simd_venv without a trailing /, pillow_simd_version as a string
-    cache          pillow_simd_wheel_cache as a real path on the controller ("" for none)
-    os_vars        the first of vars/<Distribution>-<major>.yml, <Distribution>.yml,
-                   <os_family>-<major>.yml, <os_family>.yml, templated with the facts
-    packages_hash  sha1 of the sorted library and extra packages (in the wheel's cache key)
-    probe_args     the arguments of files/pillow_simd_helper.py probe for this host
-
-The host is read with one command (HOST_SCRIPT), facts gathered (subset min) if the play did
-not; the rest is in plugins/plugin_utils/role_validation.py.
+The values returned, which the role's vars/main.yml names __pillow_simd_<value>, are documented
+in plugins/modules/pillow_simd_validate.py. The base is plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
@@ -29,10 +17,9 @@ import hashlib
 import os
 import re
 
-from ansible.template import trust_as_template
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 
 VENV = re.compile(r"^(/[A-Za-z0-9_.+@-]+)+/?$")
@@ -60,12 +47,6 @@ echo "grep:$?"
 echo "flags:$flags"
 """
 KINDS = ("venv", "full", "empty", "dangling", "file", "missing")
-OS_VARS = [
-    "{distribution}-{distribution_major_version}",
-    "{distribution}",
-    "{os_family}-{distribution_major_version}",
-    "{os_family}",
-]
 
 
 def avx2_choice(
@@ -123,6 +104,12 @@ def skip_reason(facts: dict, has_os_vars: bool, flags: list[str]) -> str:
     if "sse4_1" not in flags:
         return "this CPU has no SSE4.1, which every pillow-simd build needs"
     return ""
+
+
+def os_key(os_vars: dict) -> str:
+    """The OS part of the wheel's cache key: vars/<OS>.yml's __pillow_simd_os_key (its {fact}
+    fields filled in) in lower case, as rocky-9 for {distribution}-{distribution_major_version}."""
+    return os_vars["__pillow_simd_os_key"].lower()
 
 
 def build_values(
@@ -205,58 +192,60 @@ def host_values(venv: str, host: str, avx2: str, kind: str, flags: list[str]) ->
     }
 
 
-class ActionModule(RoleValidation):
+class ActionModule(RoleAction):
+    ROLE = "pillow_simd"
     SWITCHED_OFF = "PIL in {pillow_simd_venv} left as it is"
 
     def validate(self) -> dict:
-        venv = self.var("pillow_simd_venv")
+        venv = self.arg("pillow_simd_venv")
         avx2 = avx2_choice(
             venv,
-            self.var("pillow_simd_version"),
-            self.var("pillow_simd_avx2"),
-            self.var("pillow_simd_wheel_cache"),
-            self.var("pillow_simd_venv_python"),
-            self.var("pillow_simd_extra_packages"),
+            self.arg("pillow_simd_version"),
+            self.arg("pillow_simd_avx2"),
+            self.arg("pillow_simd_wheel_cache"),
+            self.arg("pillow_simd_venv_python"),
+            self.arg("pillow_simd_extra_packages"),
         )
-        benchmark = self.var("pillow_simd_benchmark")
         if not self.enabled():
             return {}
-        host = str(self._vars.get("inventory_hostname", "the host"))
+        kind, flags = self.read_venv_and_flags(venv)
+        values = {
+            **host_values(venv, self.host, avx2, kind, flags),
+            "benchmark": self.arg("pillow_simd_benchmark"),
+        }
+        os_vars = self.os_vars()
+        values["skip_reason"] = skip_reason(self.facts(), bool(os_vars), flags)
+        if values["skip_reason"]:
+            if not self.VERIFIES:
+                self.note(f"pillow_simd: skipped on {self.host}: {values['skip_reason']}")
+            return values
+        os_vars["__pillow_simd_os_key"] = os_key(os_vars)
+        return {
+            **values,
+            **build_values(
+                venv,
+                self.arg("pillow_simd_version"),
+                self.arg("pillow_simd_venv_python"),
+                self.arg("pillow_simd_wheel_cache"),
+                self.arg("pillow_simd_extra_packages"),
+                os_vars,
+                values["avx2_build"],
+            ),
+        }
+
+    def read_venv_and_flags(self, venv: str) -> tuple[str, list[str]]:
+        """HOST_SCRIPT on the host: what is at the venv, and the CPU flags."""
         pyvenv_cfg = re.sub("/+$", "", venv) + "/pyvenv.cfg"
         out = self.host_command(["sh", "-c", HOST_SCRIPT, "sh", venv, pyvenv_cfg])
         try:
             kind, rc, flags = read_host(out.get("stdout", ""))
         except ValueError:
             raise Invalid(
-                f"pillow_simd: reading {venv} and /proc/cpuinfo on {host} failed: "
+                f"pillow_simd: reading {venv} and /proc/cpuinfo on {self.host} failed: "
                 f"{out.get('stderr') or out.get('msg') or out.get('stdout')}".strip()
             ) from None
         if rc not in (0, 1):
-            raise Invalid(f"pillow_simd: reading the CPU flags of {host} failed (grep exit {rc})")
-        values = {**host_values(venv, host, avx2, kind, flags), "benchmark": benchmark}
-        facts = self.facts()
-        os_vars = self.os_vars(OS_VARS)
-        values["skip_reason"] = skip_reason(facts, bool(os_vars), flags)
-        if values["skip_reason"]:
-            if not self.VERIFIES:
-                self.note(f"pillow_simd: skipped on {host}: {values['skip_reason']}")
-            return values
-        # vars/<OS>.yml name facts in the cache key ("debian-{{ ansible_facts[...] }}")
-        templar = self._templar.copy_with_new_env(
-            available_variables={**self._vars, "ansible_facts": facts}
-        )
-        os_vars["__pillow_simd_os_key"] = templar.template(
-            trust_as_template(os_vars["__pillow_simd_os_key"])
-        )
-        return {
-            **values,
-            **build_values(
-                venv,
-                self.var("pillow_simd_version"),
-                self.var("pillow_simd_venv_python"),
-                self.var("pillow_simd_wheel_cache"),
-                self.var("pillow_simd_extra_packages"),
-                os_vars,
-                values["avx2_build"],
-            ),
-        }
+            raise Invalid(
+                f"pillow_simd: reading the CPU flags of {self.host} failed (grep exit {rc})"
+            )
+        return kind, flags

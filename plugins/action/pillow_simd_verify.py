@@ -1,6 +1,7 @@
 """Verifies the pillow_simd role in one task, reading the host once:
 
-    - hostcheck.gpu_hosts.pillow_simd_verify:
+    - hostcheck.gpu_hosts.pillow_simd_verify:   # the arguments of pillow_simd_validate, and
+        probe_run: "{{ __pillow_simd_probe_run | default(omit) }}"
 
 Validates first (the run's earlier validation is reused), then runs the role's
 files/pillow_simd_helper.py `probe --runtime --hostcheck` on the host (one command, the helper
@@ -16,21 +17,22 @@ on its standard input) and compares what it found with the validated values:
     hostcheck  hostcheck's pillow check in the venv passes (when hostcheck is there)
 
 The resize benchmark (and a recount of the AVX2 instructions with objdump) runs only when
-pillow_simd_benchmark is true or this role's probe in tasks/main.yml found something to change
-in this run; the message says when it did not run, and why. Nothing fails for a host the role
-skips (its validation says why).
+pillow_simd_benchmark is true or this role's probe in tasks/main.yml (probe_run, its registered
+result) found something to change in this run; the message says when it did not run, and why.
+Nothing fails for a host the role skips (its validation says why). Documented in
+plugins/modules/pillow_simd_verify.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
+from typing import ClassVar
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
     ActionModule as Validation,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 AVX2_MIN = 100  # as pillow_simd_helper.py build --min-avx2: fewer is no AVX2 build
 BENCH_SECONDS = "1"
@@ -209,31 +211,34 @@ def read_probe(out: dict, venv: str, host: str) -> dict:
 
 class ActionModule(Validation):
     VERIFIES = True
+    INTERNAL: ClassVar[dict] = {"probe_run": {"type": "dict", "default": {}}}
+
+    def checked_arguments(self) -> dict:
+        """The arguments without probe_run, which is no input of the validation: the digest of
+        the rest matches pillow_simd_validate's, whose result is then reused."""
+        args = super().checked_arguments()
+        self.probe_run = args.pop("probe_run")
+        return args
 
     def verify(self, values: dict) -> list[str]:
-        host = str(self._vars.get("inventory_hostname", "the host"))
         if values["skip_reason"]:
-            return [f"pillow_simd: not verified on {host}: {values['skip_reason']}"]
-        benchmark = benchmark_decision(
-            values["benchmark"], self._vars.get("__pillow_simd_probe_run")
-        )
+            return [f"pillow_simd: not verified on {self.host}: {values['skip_reason']}"]
+        benchmark = benchmark_decision(values["benchmark"], self.probe_run)
         measured = benchmark[0]
         argv = [
             "python3", "-", *values["probe_args"], "--runtime", "--hostcheck",
             "--bench-seconds", BENCH_SECONDS if measured else "0",
             *(["--recount"] if measured else []),
         ]  # fmt: skip
-        with open(os.path.join(self.role_path, "files", "pillow_simd_helper.py")) as helper:
-            source = helper.read()
-        out = self.on_host("ansible.builtin.command", {"argv": argv, "stdin": source}, fail=False)
-        found = read_probe(out, values["venv"], host)
+        out = self.host_command(argv, stdin=self.role_file("pillow_simd_helper.py"))
+        found = read_probe(out, values["venv"], self.host)
         return verify_found(
             found,
             {
                 "venv": values["venv"],
                 "version": values["version"],
                 "avx2_build": values["avx2_build"],
-                "pillow_simd_avx2": self.var("pillow_simd_avx2"),
+                "pillow_simd_avx2": self.arg("pillow_simd_avx2"),
                 "cpu_avx2": "avx2" in values["cpu_flags"],
                 "benchmark": benchmark,
             },

@@ -59,9 +59,8 @@ def tasks_calling(action: str) -> list[tuple[Path, dict]]:
 
 
 def test_the_migrated_roles_are_found():
-    assert {"shm_validate", "shm_verify", "ulimits_validate", "ulimits_verify"} <= set(ACTIONS)
-    assert {"cuda_check_validate", "cuda_check_verify"} <= set(ACTIONS)
-    assert {"dataset_staging_validate", "dataset_staging_verify"} <= set(ACTIONS)
+    roles = ["shm", "ulimits", "cuda_check", "dataset_staging", "pillow_simd", "nvidia_driver"]
+    assert {f"{role}_{kind}" for role in roles for kind in ("validate", "verify")} <= set(ACTIONS)
 
 
 def options(action: str) -> dict:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import jinja2
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
@@ -25,6 +24,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import
     nvidia_driver_version_mismatches,
     nvidia_driver_versioned,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import with_facts
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "nvidia_driver"
@@ -93,8 +93,8 @@ def defaults() -> dict:
 
 def os_vars(facts: dict, **variables) -> dict:
     """This OS as the filters see it: the role's per-OS vars for these facts, loaded as the
-    nvidia_driver_validate action loads them (first_found order), rendered with Jinja as Ansible
-    would, and put together by the action's nvidia_driver_os."""
+    nvidia_driver_validate action loads them (first_found order, {fact} fields filled in), and
+    put together by the action's nvidia_driver_os."""
     facts = {"architecture": "x86_64", **facts}
     names = [
         f"{facts['distribution']}-{facts['distribution_major_version']}.yml",
@@ -103,20 +103,9 @@ def os_vars(facts: dict, **variables) -> dict:
         f"{facts['os_family']}.yml",
     ]
     chosen = next(ROLE / "vars" / n for n in names if (ROLE / "vars" / n).exists())
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-
-    def render(value):
-        if isinstance(value, str) and "{{" in value:
-            return env.from_string(value).render(ansible_facts=facts)
-        if isinstance(value, dict):
-            return {k: render(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [render(v) for v in value]
-        return value
-
     settings = {**defaults(), **variables}
     return nvidia_driver_os(
-        render(yaml.safe_load(chosen.read_text())),
+        with_facts(yaml.safe_load(chosen.read_text()), facts),
         facts,
         settings["nvidia_driver_cuda_repo_url"],
         settings["nvidia_driver_cuda_repo_key_url"],

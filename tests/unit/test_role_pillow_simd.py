@@ -16,8 +16,12 @@ import jinja2
 import pytest
 import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
-    OS_VARS,
+    os_key,
     skip_reason,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    OS_VARS,
+    with_facts,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +71,7 @@ def test_each_os_gets_its_packages_and_cache_key(key):
     path = vars_file_for(facts)
     assert path is not None
     variables = yaml.safe_load(path.read_text())
-    assert render(variables["__pillow_simd_os_key"], ansible_facts=facts) == key
+    assert os_key(with_facts(variables, facts)) == key
     libraries = variables["__pillow_simd_library_packages"]
     compiler = variables["__pillow_simd_compiler_packages"]
     if facts["os_family"] == "Debian":

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jinja2
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
-    OS_VARS,
     check_numbers,
     nvidia_driver_values,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    OS_VARS,
+    with_facts,
 )
 
 from tests.unit.role_validation import validate
@@ -38,24 +40,13 @@ def facts(name: str) -> dict:
 
 
 def os_vars(host: dict) -> dict:
-    """vars/<OS>.yml as the action loads it (first of OS_VARS), its templates rendered."""
+    """vars/<OS>.yml as the action loads it (first of OS_VARS), its {fact} fields filled in."""
     chosen = next(
         path
         for path in (ROLE / "vars" / f"{c.format(**host)}.yml" for c in OS_VARS)
         if path.exists()
     )
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-
-    def render(value):
-        if isinstance(value, str) and "{{" in value:
-            return env.from_string(value).render(ansible_facts=host)
-        if isinstance(value, dict):
-            return {k: render(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [render(v) for v in value]
-        return value
-
-    return render(yaml.safe_load(chosen.read_text()))
+    return with_facts(yaml.safe_load(chosen.read_text()), host)
 
 
 def values(os_name: str = "debian12", **changes) -> dict:
