@@ -3,38 +3,41 @@ kernel and the role's files with the role's probe module (one round trip, change
 checks the settings against it and works out what, if anything, must change:
 
     - hostcheck.gpu_hosts.sysctl_tuning_validate:
+        sysctl_tuning_settings: "{{ sysctl_tuning_settings }}"   # ... every sysctl_tuning_*
+        unit_dir: "{{ __sysctl_tuning_unit_dir }}"                # ... the role's own names
+        managed: "{{ __sysctl_tuning_managed }}"
+        validated: "{{ __sysctl_tuning_validation | default({}) }}"
       register: __sysctl_tuning_validation
 
-values.wanted is {sysctl name: value as the kernel prints it} (null values left out) and
-values.changes what main.yml must change, one line each ([] on a host that is as the variables
-ask, or with the role switched off: main.yml then includes nothing). Only when something is to
-change, the tasks get what they act on: values.probe, what plugins/modules/sysctl_tuning_probe.py
-read, and values.units, the two boot-time settings (governor and THP: unit, whether this host
-gets it). What the role leaves alone on this host, and why, comes back as notes.
-The role's tasks act on that live state (THP modes, governors, sysctl values, its files), so
-this validation never returns an earlier result of the run (REUSE = False): main.yml reads the
-kernel again, as provision.yml's validation did before the roles ahead of it ran. The rest is
-in plugins/plugin_utils/role_validation.py.
+The values returned are documented in plugins/modules/sysctl_tuning_validate.py: what to write
+(values.wanted) and what main.yml must change (values.changes, [] on a host that is as the
+variables ask: main.yml then includes nothing); only when something is to change, what the
+tasks act on: the probe's reading, the boot-time settings and the per-OS vars of this host.
+What the role leaves alone on this host, and why, comes back as notes. The role's tasks act on
+that live state (THP modes, governors, sysctl values, its files), so this validation never
+returns an earlier result of the run (REUSE = False): main.yml reads the kernel again, as
+provision.yml's validation did before the roles ahead of it ran. The base is
+plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
+from typing import ClassVar
 
 import jinja2
-from ansible import constants
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.sysctl_tuning import (
     sysctl_tuning_parse_file,
     sysctl_tuning_same,
     sysctl_tuning_settings,
     sysctl_tuning_todo,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    ROLES,
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 
 # What the kernel accepts (cpufreq governors; the THP modes of mm/transparent_hugepage).
@@ -409,92 +412,113 @@ def expected_boot_files(
     return rendered
 
 
-class ActionModule(RoleValidation):
+class ActionModule(RoleAction):
+    ROLE = "sysctl_tuning"
+    # The role's own names (vars/main.yml): where it keeps its boot files, the controller's
+    # kernel (lookups on the controller) and the ansible_managed line of its templates.
+    INTERNAL: ClassVar[dict] = {
+        "unit_dir": {"type": "path", "required": True},
+        "governor_unit": {"type": "str", "required": True},
+        "thp_unit": {"type": "str", "required": True},
+        "tuned_profile": {"type": "str", "required": True},
+        "thp_dir": {"type": "path", "required": True},
+        "controller_boot_id": {"type": "str", "required": True},
+        "controller_namespaces": {"type": "str", "required": True},
+        "managed": {"type": "str", "required": True},
+    }
     SWITCHED_OFF = "sysctls, CPU governor and THP left as they are"
     # main.yml acts on the live state the probe reads: read it again every time
     REUSE = False
 
     def validate(self) -> dict:
-        governor = self.var("sysctl_tuning_cpu_governor")
+        governor = self.arg("sysctl_tuning_cpu_governor")
         thp_modes = {
-            "enabled": self.var("sysctl_tuning_thp_enabled"),
-            "defrag": self.var("sysctl_tuning_thp_defrag"),
+            "enabled": self.arg("sysctl_tuning_thp_enabled"),
+            "defrag": self.arg("sysctl_tuning_thp_defrag"),
         }
-        sysctl_file = self.var("sysctl_tuning_file")
-        settings = self.var("sysctl_tuning_settings")
+        settings = self.arg("sysctl_tuning_settings")
         wanted = sysctl_tuning_wanted(
             governor,
             thp_modes["enabled"],
             thp_modes["defrag"],
-            sysctl_file,
-            self.var("sysctl_tuning_tuned_include"),
+            self.arg("sysctl_tuning_file"),
+            self.arg("sysctl_tuning_tuned_include"),
             settings,
         )
         if not self.enabled():
             return {"wanted": wanted, "changes": []}
-        os_vars = self.os_vars(
-            ["{distribution}-{distribution_major_version}", "{distribution}", "{os_family}"]
-        )
-        tuning = Tuning(
-            wanted=wanted,
-            governor=governor,
-            thp_modes=thp_modes,
-            sysctl_file=sysctl_file,
-            boot_method=os_vars["__sysctl_tuning_boot_method"],
-            unit_dir=self.value("__sysctl_tuning_unit_dir"),
-            governor_unit=self.value("__sysctl_tuning_governor_unit"),
-            thp_unit=self.value("__sysctl_tuning_thp_unit"),
-            tuned_service=os_vars.get("__sysctl_tuning_tuned_service", "tuned"),
-            tuned_profile=self.value("__sysctl_tuning_tuned_profile"),
-            tuned_profile_dir=os_vars.get("__sysctl_tuning_tuned_profile_dir", "/etc/tuned"),
-            thp_dir=self.value("__sysctl_tuning_thp_dir"),
-        )
-        read = self.on_host(
-            "hostcheck.gpu_hosts.sysctl_tuning_probe",
-            {
-                "names": list(settings),
-                # the controller's kernel boot and namespaces (vars/main.yml, lookups)
-                "controller_boot_id": self.value("__sysctl_tuning_controller_boot_id"),
-                "controller_namespaces": self.value("__sysctl_tuning_controller_namespaces"),
-                "own_file": sysctl_file,
-                **tuning.probe_args(),
-            },
-        )
-        probe = {
-            key: value
-            for key, value in read.items()
-            if not key.startswith("_")
-            and key not in ("invocation", "changed", "failed", "warnings", "deprecations")
-        }
+        os_vars = self.os_vars(required=True)
+        tuning = self.tuning(wanted, thp_modes, os_vars)
+        probe = self.read_host(tuning)
         wanted = sysctl_tuning_on_host(settings, probe, governor, thp_modes, tuning.thp_dir)
         tuning = dataclasses.replace(tuning, wanted=wanted)
         if self.VERIFIES:
             # sysctl_tuning_verify compares these; its validation is its own (REUSE is False)
             self.checked = tuning, probe
             return {"wanted": wanted}
-        for note in sysctl_tuning_notes(tuning, probe, self.value("inventory_hostname")):
+        for note in sysctl_tuning_notes(tuning, probe, self.host):
             self.note(note)
         expected = expected_boot_files(
-            tuning,
-            probe,
-            os.path.join(self.role_path, "templates"),
-            {
-                **self.given,
-                **os_vars,
-                "__sysctl_tuning_thp_dir": tuning.thp_dir,
-                "ansible_managed": self.ansible_managed(),
-            },
+            tuning, probe, str(ROLES / self.ROLE / "templates"), self.template_variables(os_vars)
         )
         changes = sysctl_tuning_changes(tuning, probe, expected)
         if not changes:
             # shown with the notes every run: only what says that nothing is to change
             return {"wanted": wanted, "changes": []}
-        return {"wanted": wanted, "changes": changes, "probe": probe, "units": tuning.units(probe)}
+        return {
+            "wanted": wanted,
+            "changes": changes,
+            "probe": probe,
+            "units": tuning.units(probe),
+            "os_vars": os_vars,
+        }
 
-    def ansible_managed(self) -> str:
-        """{{ ansible_managed }} as the template module fills it in: the variable where it is
-        set, else the configured string (one with a date or host in it never matches the file,
-        so the role then runs its tasks every time, which change nothing)."""
-        if "ansible_managed" in self._vars:
-            return str(self.value("ansible_managed"))
-        return str(constants.config.get_config_value("DEFAULT_MANAGED_STR"))
+    def tuning(self, wanted: dict, thp_modes: dict, os_vars: dict) -> Tuning:
+        """What the variables ask, with the role's own names and this OS's boot method."""
+        return Tuning(
+            wanted=wanted,
+            governor=self.arg("sysctl_tuning_cpu_governor"),
+            thp_modes=thp_modes,
+            sysctl_file=self.arg("sysctl_tuning_file"),
+            boot_method=os_vars["__sysctl_tuning_boot_method"],
+            unit_dir=self.arg("unit_dir"),
+            governor_unit=self.arg("governor_unit"),
+            thp_unit=self.arg("thp_unit"),
+            tuned_service=os_vars.get("__sysctl_tuning_tuned_service", "tuned"),
+            tuned_profile=self.arg("tuned_profile"),
+            tuned_profile_dir=os_vars.get("__sysctl_tuning_tuned_profile_dir", "/etc/tuned"),
+            thp_dir=self.arg("thp_dir"),
+        )
+
+    def read_host(self, tuning: Tuning) -> dict:
+        """What the probe module read of the kernel and the role's files (without the keys
+        every module returns)."""
+        read = self.on_host(
+            "hostcheck.gpu_hosts.sysctl_tuning_probe",
+            {
+                "names": list(self.arg("sysctl_tuning_settings")),
+                "controller_boot_id": self.arg("controller_boot_id"),
+                "controller_namespaces": self.arg("controller_namespaces"),
+                "own_file": tuning.sysctl_file,
+                **tuning.probe_args(),
+            },
+        )
+        return {
+            key: value
+            for key, value in read.items()
+            if not key.startswith("_")
+            and key not in ("invocation", "changed", "failed", "warnings", "deprecations")
+        }
+
+    def template_variables(self, os_vars: dict) -> dict:
+        """What the role's templates read, as its template tasks have it: the role's variables,
+        the per-OS vars, __sysctl_tuning_thp_dir and ansible_managed."""
+        role_variables = {
+            name: value for name, value in self.args.items() if name.startswith(f"{self.ROLE}_")
+        }
+        return {
+            **role_variables,
+            **os_vars,
+            "__sysctl_tuning_thp_dir": self.arg("thp_dir"),
+            "ansible_managed": self.arg("managed"),
+        }

@@ -60,6 +60,7 @@ def tasks_calling(action: str) -> list[tuple[Path, dict]]:
 
 def test_the_migrated_roles_are_found():
     roles = ["shm", "ulimits", "cuda_check", "dataset_staging", "pillow_simd", "nvidia_driver"]
+    roles += ["sysctl_tuning"]
     assert {f"{role}_{kind}" for role in roles for kind in ("validate", "verify")} <= set(ACTIONS)
 
 
