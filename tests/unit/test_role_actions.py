@@ -60,6 +60,7 @@ def tasks_calling(action: str) -> list[tuple[Path, dict]]:
 
 def test_the_migrated_roles_are_found():
     assert {"shm_validate", "shm_verify", "ulimits_validate", "ulimits_verify"} <= set(ACTIONS)
+    assert {"hostcheck_validate", "hostcheck_verify"} <= set(ACTIONS)
 
 
 def options(action: str) -> dict:
