@@ -1,6 +1,10 @@
 """Validates the hostcheck role's variables (the host is not read):
 
     - hostcheck.gpu_hosts.hostcheck_validate:
+        hostcheck_enabled: "{{ hostcheck_enabled }}"   # ... every hostcheck_* variable
+        number_ranges: "{{ __hostcheck_number_ranges }}"  # ... the role's constants
+        read_host: "{{ __hostcheck_read_host | default(false) }}"
+        validated: "{{ __hostcheck_validation | default({}) }}"
       register: __hostcheck_validation
 
 Two checks run commands on the controller, where this action runs: hostcheck_timer_schedule
@@ -9,8 +13,9 @@ thresholds in hostcheck_config with hostcheck's own schema (hostcheck_build_pyth
 checkout or the prebuilt wheel on PYTHONPATH; skipped when hostcheck cannot be imported there:
 the host still checks them, exit 2). values.numbers: the numeric variables as integers;
 values.os_vars: vars/<Distribution>-<major>.yml, <Distribution>.yml, <os_family>-<major>.yml or
-<os_family>.yml (the OS packages and python the venv needs). The rest is in
-plugins/plugin_utils/role_validation.py.
+<os_family>.yml (the OS packages and python the venv needs). The arguments and values are
+documented in plugins/modules/hostcheck_validate.py; the base is
+plugins/plugin_utils/role_action.py.
 
 With `read_host: true` (tasks/main.yml, after the roles before it) it also reads the host once
 (the hostcheck_probe module) and returns `plan`: what install, config, timer and the DataLoader
@@ -29,13 +34,14 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
+from typing import ClassVar
 
 from ansible.errors import AnsibleError
 from ansible.plugins.filter.core import to_nice_yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -53,12 +59,6 @@ HOST_PATH = re.compile(r"^/[^\s]*[^/\s][^\s]*$")
 ABSOLUTE = re.compile(r"^/[^\s]+$")
 WHEEL = re.compile(r".*\.whl$")
 SYSTEMD_ANALYZE = ("/usr/bin/systemd-analyze", "/bin/systemd-analyze")
-OS_VARS = [
-    "{distribution}-{distribution_major_version}",
-    "{distribution}",
-    "{os_family}-{distribution_major_version}",
-    "{os_family}",
-]
 PROBE = "hostcheck.gpu_hosts.hostcheck_probe"
 # What `hostcheck loop --sweep --write` writes (and what the role removes when switched off).
 DATALOADER_KIND = "hostcheck-dataloader-settings"
@@ -536,13 +536,42 @@ def plan_message(plan: dict, run: bool, venv: str, started_at: object) -> str:
     )
 
 
-class ActionModule(RoleValidation):
+# The role's constants (vars/main.yml) the variables are checked against.
+CHECKED_AGAINST = {
+    "number_ranges": {"type": "dict", "required": True},
+    "builtin_profiles": {"type": "list", "elements": "str", "required": True},
+    "config_keys": {"type": "list", "elements": "str", "required": True},
+    "check_ids": {"type": "list", "elements": "str", "required": True},
+    "reserved_args": {"type": "list", "elements": "str", "required": True},
+}
+# What reading the host and planning need (tasks/main.yml's second call, read_host true).
+PLANNING = {
+    "read_host": {"type": "bool", "required": True},
+    "probe": {"type": "dict", "required": True},
+    "timer_units": {"type": "dict", "required": True},
+    "config_text": {"type": "str", "required": True},
+    "bin": {"type": "str", "required": True},
+    "wheel_read": {"type": "dict"},
+}
+
+
+class ActionModule(RoleAction):
+    ROLE = "hostcheck"
     SWITCHED_OFF = "hostcheck is neither installed nor run"
-    _VALID_ARGS = frozenset(("read_host",))
+    # Arguments only reading the host uses: kept out of the digest, so the task that reads the
+    # host gets validate.yml's result again (wheel_read, for one, is registered in between).
+    READING: ClassVar[dict] = PLANNING
+    INTERNAL: ClassVar[dict] = {**CHECKED_AGAINST, **READING}
+
+    def checked_arguments(self) -> dict:
+        checked = super().checked_arguments()
+        self.reading = {name: checked.pop(name) for name in self.READING}
+        return checked
 
     def run(self, tmp=None, task_vars=None):
+        """With read_host (a verification has none), the plan replaces the validation's result."""
         result = super().run(tmp, task_vars)
-        if result.get("failed") or not self._task.args.get("read_host") or not self.enabled():
+        if result.get("failed") or not self.reading.get("read_host") or not self.enabled():
             return result
         try:
             plan, said = self.plan()
@@ -553,51 +582,54 @@ class ActionModule(RoleValidation):
 
     def read_host(self) -> dict:
         """The hostcheck_probe module's reading of the host (one round trip)."""
-        return self.on_host(PROBE, {"read": self.value("__hostcheck_probe")})
+        return self.on_host(PROBE, {"read": self.reading["probe"]})
+
+    def unit_dir(self) -> str:
+        """Where the timer's units are (the probe reads them there)."""
+        return self.reading["probe"]["unit_dir"]
 
     def wanted_units(self) -> dict | None:
-        if not self.var("hostcheck_timer_enabled"):
+        if not self.arg("hostcheck_timer_enabled"):
             return None
-        return dict(self.value("__hostcheck_timer_units"))
+        return dict(self.reading["timer_units"])
 
     def wanted_workload(self, found: dict | None) -> dict | None:
         """The DataLoader workload the variables give on this host; None when the settings
         file is not wanted (hostcheck_dataloader_enabled false) or was not read."""
-        if found is None or not self.var("hostcheck_dataloader_enabled"):
+        if found is None or not self.arg("hostcheck_dataloader_enabled"):
             return None
         return dataloader_workload(
-            {name: self.var(name) for name in WORKLOAD_VARIABLES.values()}, found["host"]
+            {name: self.arg(name) for name in WORKLOAD_VARIABLES.values()}, found["host"]
         )
 
     def check_dataset(self, found: dict) -> None:
         """Before the sweep: the dataset folder exists on the host (an earlier role, such as
         dataset_staging, may have made it in this run, so it is read here, not in the first
         validation)."""
-        path = self.var("hostcheck_dataloader_dataset_path")
+        path = self.arg("hostcheck_dataloader_dataset_path")
         if path and not found.get("dataset_is_dir"):
-            host = self._vars.get("inventory_hostname", "this host")
             raise Invalid(
-                f"hostcheck_dataloader_dataset_path: {path} is not a folder on {host} "
+                f"hostcheck_dataloader_dataset_path: {path} is not a folder on {self.host} "
                 "(the DataLoader sweep reads its samples from there)"
             )
 
     def wanted_config(self) -> str | None:
-        return self.value("__hostcheck_config_text") if self.var("hostcheck_config") else None
+        return self.reading["config_text"] if self.arg("hostcheck_config") else None
 
     def plan(self) -> tuple[dict, str]:
         """What the role must do on this host, and the message that says it."""
         read = self.read_host()
-        venv, wheel = self.var("hostcheck_venv"), str(self.var("hostcheck_wheel"))
+        venv, wheel = self.arg("hostcheck_venv"), str(self.arg("hostcheck_wheel"))
         install, install_hostcheck = install_reasons(
             read["venv"],
             venv,
-            wheel_of(self._vars.get("__hostcheck_wheel_read")),
+            wheel_of(self.reading["wheel_read"]),
             "" if wheel == "" or WHEEL.match(wheel) else wheel,
-            list(self.var("hostcheck_pip_packages_before")),
+            list(self.arg("hostcheck_pip_packages_before")),
         )
-        config_file = self.var("hostcheck_config_file")
+        config_file = self.arg("hostcheck_config_file")
         config = config_reasons(read["config"], self.wanted_config(), config_file)
-        timer = timer_reasons(read, self.wanted_units(), self.value("__hostcheck_timer_unit_dir"))
+        timer = timer_reasons(read, self.wanted_units(), self.unit_dir())
         found = read.get("dataloader")
         workload = self.wanted_workload(found)
         dataloader = dataloader_reasons(found, workload, install_hostcheck)
@@ -605,15 +637,15 @@ class ActionModule(RoleValidation):
         if workload is not None and dataloader:
             self.check_dataset(found)
             argv = sweep_argv(
-                self.value("__hostcheck_bin"),
-                ["--profile", str(self.var("hostcheck_profile"))]
-                + (["--config", config_file] if self.var("hostcheck_config") else []),
+                self.reading["bin"],
+                ["--profile", str(self.arg("hostcheck_profile"))]
+                + (["--config", config_file] if self.arg("hostcheck_config") else []),
                 found["path"],
                 workload,
-                check_seconds(self.var("hostcheck_dataloader_seconds")),
+                check_seconds(self.arg("hostcheck_dataloader_seconds")),
             )
-        run = self.var("hostcheck_run")
-        report_path = f"{self.var('hostcheck_report_dir')}/report.json"
+        run = self.arg("hostcheck_run")
+        report_path = f"{self.arg('hostcheck_report_dir')}/report.json"
         stale = stale_reasons(read, report_path)
         why = (
             "this run installs or configures hostcheck"
@@ -628,7 +660,7 @@ class ActionModule(RoleValidation):
             "timer": timer,
             "dataloader": dataloader,
             "dataloader_argv": argv,
-            "run": run_reasons(self.var("hostcheck_measure"), changing, stale, why) if run else [],
+            "run": run_reasons(self.arg("hostcheck_measure"), changing, stale, why) if run else [],
             "hostcheck": (read["venv"]["hostcheck"] or {}).get("version"),
             "torch": read["venv"]["distributions"].get("torch"),
             "systemd": read["systemd"],
@@ -637,23 +669,23 @@ class ActionModule(RoleValidation):
         return plan, plan_message(plan, run, venv, (read["report"] or {}).get("started_at"))
 
     def validate(self) -> dict:
-        ranges = self.value("__hostcheck_number_ranges")
-        numbers = numbers_in_range({name: self.var(name) for name in ranges}, ranges)
-        check_paths({name: self.var(name) for name in PATH_VARIABLES})
+        ranges = self.arg("number_ranges")
+        numbers = numbers_in_range({name: self.arg(name) for name in ranges}, ranges)
+        check_paths({name: self.arg(name) for name in PATH_VARIABLES})
 
-        venv_python = self.var("hostcheck_venv_python")
+        venv_python = self.arg("hostcheck_venv_python")
         if not (venv_python == "" or is_match(ABSOLUTE, venv_python)):
             raise Invalid(
                 "hostcheck_venv_python: empty (the OS's python) or an absolute path, got "
                 f"'{venv_python}'"
             )
-        builtin = list(self.value("__hostcheck_builtin_profiles"))
-        profile = self.var("hostcheck_profile")
-        check_profiles(profile, self.var("hostcheck_timer_profile"), builtin)
+        builtin = self.arg("builtin_profiles")
+        profile = self.arg("hostcheck_profile")
+        check_profiles(profile, self.arg("hostcheck_timer_profile"), builtin)
 
-        schedule = self.var("hostcheck_timer_schedule")
+        schedule = self.arg("hostcheck_timer_schedule")
         check_schedule(schedule)
-        if self.var("hostcheck_timer_enabled"):
+        if self.arg("hostcheck_timer_enabled"):
             analyze = next((p for p in SYSTEMD_ANALYZE if os.path.isfile(p)), "")
             if analyze:
                 rc, _, stderr, msg = run(
@@ -668,26 +700,20 @@ class ActionModule(RoleValidation):
                     "(none on the controller)"
                 )
 
-        fail_on = self.var("hostcheck_fail_on")
+        fail_on = self.arg("hostcheck_fail_on")
         if fail_on not in ("fail", "warn"):
             raise Invalid(f"hostcheck_fail_on: fail or warn, got '{fail_on}'")
-        config = self.var("hostcheck_config")
-        check_config(
-            config,
-            list(self.value("__hostcheck_config_keys")),
-            list(self.value("__hostcheck_check_ids")),
-        )
-        check_extra_args(
-            self.var("hostcheck_extra_args"), list(self.value("__hostcheck_reserved_args"))
-        )
-        check_pip_packages_before(self.var("hostcheck_pip_packages_before"))
-        check_dataset_path(self.var("hostcheck_dataloader_dataset_path"))
-        check_seconds(self.var("hostcheck_dataloader_seconds"))
-        wheel, source = self.var("hostcheck_wheel"), self.var("hostcheck_build_source")
+        config = self.arg("hostcheck_config")
+        check_config(config, self.arg("config_keys"), self.arg("check_ids"))
+        check_extra_args(self.arg("hostcheck_extra_args"), self.arg("reserved_args"))
+        check_pip_packages_before(self.arg("hostcheck_pip_packages_before"))
+        check_dataset_path(self.arg("hostcheck_dataloader_dataset_path"))
+        check_seconds(self.arg("hostcheck_dataloader_seconds"))
+        wheel, source = self.arg("hostcheck_wheel"), self.arg("hostcheck_build_source")
         check_wheel(wheel, source)
 
         if len(config) > 0 and (wheel == "" or WHEEL.match(str(wheel))):
-            python = str(self.var("hostcheck_build_python"))
+            python = str(self.arg("hostcheck_build_python"))
             base_profile = profile if profile in builtin else "default"
             rc, stdout, stderr, msg = run(
                 [python, "-c", CHECK_CONFIG, str(base_profile)],
@@ -701,4 +727,4 @@ class ActionModule(RoleValidation):
                 self.note(f"hostcheck_config: not checked on the controller: {stdout}")
         if not self.enabled():
             return {"numbers": numbers, "os_vars": {}}
-        return {"numbers": numbers, "os_vars": os_vars_for(self.os_vars(OS_VARS), self.facts())}
+        return {"numbers": numbers, "os_vars": os_vars_for(self.os_vars(), self.facts())}

@@ -9,27 +9,41 @@ the report, made when it passed), else hostcheck runs now (a second round trip, 
 nothing) and must pass.
 
     - hostcheck.gpu_hosts.hostcheck_verify:
+        hostcheck_enabled: "{{ hostcheck_enabled }}"   # ... every hostcheck_* variable
+        number_ranges: "{{ __hostcheck_number_ranges }}"  # ... the role's constants
+        passed_in_this_run: "{{ __hostcheck_passed_in_this_run }}"
+        validated: "{{ __hostcheck_validation | default({}) }}"
 
 The validation comes first (plugins/action/hostcheck_validate.py; reused when the run validated
-already). The rest is in plugins/plugin_utils/role_validation.py.
+already). Documented in plugins/modules/hostcheck_verify.py.
 """
 
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import yaml
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
-    ActionModule as Validation,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    CHECKED_AGAINST,
     dataloader_reasons,
     stale_reasons,
     to_json,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    ActionModule as Validation,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import systemd_split
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+
+# What reading and judging the host need besides the variables.
+VERIFYING = {
+    "probe": {"type": "dict", "required": True},
+    "timer_units": {"type": "dict", "required": True},
+    "timer_argv": {"type": "list", "elements": "str", "required": True},
+    "argv_stdout": {"type": "list", "elements": "str", "required": True},
+    "passed_in_this_run": {"type": "bool", "required": True},
+}
 
 
 def config_held(config: dict | None) -> object:
@@ -168,12 +182,13 @@ def run_verified(done: dict, fail_on: str, host: str) -> str:
 
 class ActionModule(Validation):
     VERIFIES = True
+    READING: ClassVar[dict] = VERIFYING
+    INTERNAL: ClassVar[dict] = {**CHECKED_AGAINST, **READING}
 
     def verify(self, values: dict) -> list[str]:
         read = self.read_host()
-        host = self._vars.get("inventory_hostname", "this host")
-        run = self.var("hostcheck_run")
-        report_dir = self.var("hostcheck_report_dir")
+        run = self.arg("hostcheck_run")
+        report_dir = self.arg("hostcheck_report_dir")
         held: list[str] = []
         problems: list[str] = []
         try:
@@ -181,29 +196,29 @@ class ActionModule(Validation):
                 installation_verified(
                     read,
                     {
-                        "venv": self.var("hostcheck_venv"),
-                        "config_file": self.var("hostcheck_config_file"),
-                        "config": self.var("hostcheck_config"),
+                        "venv": self.arg("hostcheck_venv"),
+                        "config_file": self.arg("hostcheck_config_file"),
+                        "config": self.arg("hostcheck_config"),
                         "report_dir": report_dir,
                         "run": run,
-                        "profile": self.var("hostcheck_profile"),
-                        "builtin_profiles": list(self.value("__hostcheck_builtin_profiles")),
+                        "profile": self.arg("hostcheck_profile"),
+                        "builtin_profiles": self.arg("builtin_profiles"),
                     },
                 )
             )
         except Invalid as exc:
             problems.append(str(exc))
-        enabled = self.var("hostcheck_timer_enabled")
+        enabled = self.arg("hostcheck_timer_enabled")
         timer_held, timer_problems = timer_verified(
             read,
             {
                 "enabled": enabled,
-                "unit_dir": self.value("__hostcheck_timer_unit_dir"),
-                "argv": list(self.value("__hostcheck_timer_argv")),
-                "schedule": self.var("hostcheck_timer_schedule"),
+                "unit_dir": self.unit_dir(),
+                "argv": self.reading["timer_argv"],
+                "schedule": self.arg("hostcheck_timer_schedule"),
                 "units": self.wanted_units() or {},
             },
-            host,
+            self.host,
         )
         held += timer_held
         problems += timer_problems
@@ -212,22 +227,22 @@ class ActionModule(Validation):
         held += loader_held
         problems += loader_problems
         if run and not problems:
-            held += self.passing(read, f"{report_dir}/report.json", host)
+            held += self.passing(read, f"{report_dir}/report.json")
         if problems:
             raise Invalid("; ".join(problems))
         return held
 
-    def passing(self, read: dict, report_path: str, host: str) -> list[str]:
+    def passing(self, read: dict, report_path: str) -> list[str]:
         """That hostcheck passes: its report stands for the host as it is, or it runs now."""
         stale = stale_reasons(read, report_path)
-        asked = self.var("hostcheck_measure") == "always"
-        if not stale and boolean(self.value("__hostcheck_passed_in_this_run"), strict=False):
+        asked = self.arg("hostcheck_measure") == "always"
+        if not stale and self.reading["passed_in_this_run"]:
             return ["hostcheck passed in this run"]
         if not stale and not asked:
             return [
                 f"hostcheck's report of {read['report']['started_at']} passed and nothing it "
                 "checks changed since"
             ]
-        done = self.host_command(list(self.value("__hostcheck_argv_stdout")))
-        verdict = run_verified(done, self.var("hostcheck_fail_on"), host)
+        done = self.host_command(self.reading["argv_stdout"])
+        verdict = run_verified(done, self.arg("hostcheck_fail_on"), self.host)
         return [f"hostcheck ran ({'; '.join(stale) or 'hostcheck_measure is always'})", verdict]

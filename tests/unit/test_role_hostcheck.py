@@ -14,13 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
-    OS_VARS,
-    os_vars_for,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import os_vars_for
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
-    RoleValidation,
+    RoleAction,
 )
 
 from hostcheck.config import load_profile
@@ -52,9 +49,9 @@ def facts(distribution: str, major: str, family: str) -> dict:
 
 
 def os_vars(host_facts: dict) -> dict:
-    """What the validate action loads for a host with these facts (RoleValidation.os_vars)."""
-    host = SimpleNamespace(facts=lambda: host_facts, role_path=str(ROLE))
-    return os_vars_for(RoleValidation.os_vars(host, OS_VARS), host_facts)
+    """What the validate action loads for a host with these facts (RoleAction.os_vars)."""
+    host = SimpleNamespace(facts=lambda: host_facts, ROLE="hostcheck")
+    return os_vars_for(RoleAction.os_vars(host), host_facts)
 
 
 @pytest.mark.parametrize("name", OSES)
