@@ -24,10 +24,12 @@ import json
 from typing import ClassVar
 
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
-    CHECKED_AGAINST,
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan import (
     dataloader_reasons,
     stale_reasons,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    CHECKED_AGAINST,
     to_json,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (

@@ -30,7 +30,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     ulimits_systemd_expected,
     ulimits_systemd_lines,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 # The manager's properties systemd gives new services from our drop-in.
 SHOWN = [f"DefaultLimit{name}{kind}" for name in SYSTEMD_NAMES.values() for kind in ("", "Soft")]

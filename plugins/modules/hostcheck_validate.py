@@ -3,7 +3,7 @@
 
 DOCUMENTATION = r"""
 module: hostcheck_validate
-short_description: Check the hostcheck role's variables and plan what the host needs
+short_description: Check the hostcheck role's variables, change nothing
 description:
   - Checks the variables against roles/hostcheck/meta/argument_specs.yml, then each against
     what hostcheck accepts (its built-in profiles, check ids, config keys, the options the role
@@ -15,10 +15,8 @@ description:
     venv needs); an OS without any fails.
   - The role's validate.yml runs it; main.yml gets the same result again in the run through
     I(validated), without checking again.
-  - With I(read_host) (tasks/main.yml, after the roles before it), it also reads the host once
-    with M(hostcheck.gpu_hosts.hostcheck_probe) and returns C(plan) instead of C(values) -
-    what install, config, the timer and the DataLoader settings file must change, and why
-    hostcheck must run.
+  - The host is not read; M(hostcheck.gpu_hosts.hostcheck_plan) reads it after the roles
+    before this one.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.hostcheck_variables
 options:
@@ -50,38 +48,9 @@ options:
     type: list
     elements: str
     required: true
-  read_host:
-    description: Read the host and return the plan (C(__hostcheck_read_host), which only
-      tasks/main.yml's reading of the host sets).
-    type: bool
-    required: true
-  probe:
-    description: What M(hostcheck.gpu_hosts.hostcheck_probe) reads (C(__hostcheck_probe)); its
-      C(unit_dir) is where the timer's units are.
-    type: dict
-    required: true
-  timer_units:
-    description: The text of hostcheck.service and hostcheck.timer as the role writes them, by
-      unit name (C(__hostcheck_timer_units)).
-    type: dict
-    required: true
-  config_text:
-    description: The text of I(hostcheck_config_file) as the role writes it
-      (C(__hostcheck_config_text)).
-    type: str
-    required: true
-  bin:
-    description: The hostcheck command in the venv (C(__hostcheck_bin)).
-    type: str
-    required: true
-  wheel_read:
-    description: The controller's wheel as tasks/wheel.yml read it (its registered
-      C(__hostcheck_wheel_read); skipped when hostcheck_wheel is a requirement, null before
-      that task ran).
-    type: dict
   validated:
     description: This task's registered result from earlier in the run, returned again when the
-      other arguments are the same (I(read_host) and the arguments after it aside).
+      other arguments are the same.
     type: dict
     default: {}
 attributes:
@@ -93,49 +62,43 @@ author: hostcheck
 EXAMPLES = r"""
 - name: Validate the variables
   hostcheck.gpu_hosts.hostcheck_validate:
-      hostcheck_enabled: "{{ hostcheck_enabled }}"
-      hostcheck_venv: "{{ hostcheck_venv }}"
-      hostcheck_venv_python: "{{ hostcheck_venv_python }}"
-      hostcheck_wheel: "{{ hostcheck_wheel }}"
-      hostcheck_build_source: "{{ hostcheck_build_source }}"
-      hostcheck_build_python: "{{ hostcheck_build_python }}"
-      hostcheck_build_cache: "{{ hostcheck_build_cache }}"
-      hostcheck_pip_packages_before: "{{ hostcheck_pip_packages_before }}"
-      hostcheck_cache_dir: "{{ hostcheck_cache_dir }}"
-      hostcheck_run: "{{ hostcheck_run }}"
-      hostcheck_measure: "{{ hostcheck_measure }}"
-      hostcheck_profile: "{{ hostcheck_profile }}"
-      hostcheck_config: "{{ hostcheck_config }}"
-      hostcheck_config_file: "{{ hostcheck_config_file }}"
-      hostcheck_extra_args: "{{ hostcheck_extra_args }}"
-      hostcheck_fail_on: "{{ hostcheck_fail_on }}"
-      hostcheck_report_dir: "{{ hostcheck_report_dir }}"
-      hostcheck_timer_enabled: "{{ hostcheck_timer_enabled }}"
-      hostcheck_timer_schedule: "{{ hostcheck_timer_schedule }}"
-      hostcheck_timer_randomized_delay_sec: "{{ hostcheck_timer_randomized_delay_sec }}"
-      hostcheck_timer_profile: "{{ hostcheck_timer_profile }}"
-      hostcheck_textfile_dir: "{{ hostcheck_textfile_dir }}"
-      hostcheck_dataloader_enabled: "{{ hostcheck_dataloader_enabled }}"
-      hostcheck_dataloader_path: "{{ hostcheck_dataloader_path }}"
-      hostcheck_dataloader_sample: "{{ hostcheck_dataloader_sample }}"
-      hostcheck_dataloader_sample_cost_us: "{{ hostcheck_dataloader_sample_cost_us }}"
-      hostcheck_dataloader_batch_size: "{{ hostcheck_dataloader_batch_size }}"
-      hostcheck_dataloader_step_ms: "{{ hostcheck_dataloader_step_ms }}"
-      hostcheck_dataloader_ranks_per_node: "{{ hostcheck_dataloader_ranks_per_node }}"
-      hostcheck_dataloader_dataset_path: "{{ hostcheck_dataloader_dataset_path }}"
-      hostcheck_dataloader_max_workers: "{{ hostcheck_dataloader_max_workers }}"
-      hostcheck_dataloader_seconds: "{{ hostcheck_dataloader_seconds }}"
+    hostcheck_enabled: "{{ hostcheck_enabled }}"
+    hostcheck_venv: "{{ hostcheck_venv }}"
+    hostcheck_venv_python: "{{ hostcheck_venv_python }}"
+    hostcheck_wheel: "{{ hostcheck_wheel }}"
+    hostcheck_build_source: "{{ hostcheck_build_source }}"
+    hostcheck_build_python: "{{ hostcheck_build_python }}"
+    hostcheck_build_cache: "{{ hostcheck_build_cache }}"
+    hostcheck_pip_packages_before: "{{ hostcheck_pip_packages_before }}"
+    hostcheck_cache_dir: "{{ hostcheck_cache_dir }}"
+    hostcheck_run: "{{ hostcheck_run }}"
+    hostcheck_measure: "{{ hostcheck_measure }}"
+    hostcheck_profile: "{{ hostcheck_profile }}"
+    hostcheck_config: "{{ hostcheck_config }}"
+    hostcheck_config_file: "{{ hostcheck_config_file }}"
+    hostcheck_extra_args: "{{ hostcheck_extra_args }}"
+    hostcheck_fail_on: "{{ hostcheck_fail_on }}"
+    hostcheck_report_dir: "{{ hostcheck_report_dir }}"
+    hostcheck_timer_enabled: "{{ hostcheck_timer_enabled }}"
+    hostcheck_timer_schedule: "{{ hostcheck_timer_schedule }}"
+    hostcheck_timer_randomized_delay_sec: "{{ hostcheck_timer_randomized_delay_sec }}"
+    hostcheck_timer_profile: "{{ hostcheck_timer_profile }}"
+    hostcheck_textfile_dir: "{{ hostcheck_textfile_dir }}"
+    hostcheck_dataloader_enabled: "{{ hostcheck_dataloader_enabled }}"
+    hostcheck_dataloader_path: "{{ hostcheck_dataloader_path }}"
+    hostcheck_dataloader_sample: "{{ hostcheck_dataloader_sample }}"
+    hostcheck_dataloader_sample_cost_us: "{{ hostcheck_dataloader_sample_cost_us }}"
+    hostcheck_dataloader_batch_size: "{{ hostcheck_dataloader_batch_size }}"
+    hostcheck_dataloader_step_ms: "{{ hostcheck_dataloader_step_ms }}"
+    hostcheck_dataloader_ranks_per_node: "{{ hostcheck_dataloader_ranks_per_node }}"
+    hostcheck_dataloader_dataset_path: "{{ hostcheck_dataloader_dataset_path }}"
+    hostcheck_dataloader_max_workers: "{{ hostcheck_dataloader_max_workers }}"
+    hostcheck_dataloader_seconds: "{{ hostcheck_dataloader_seconds }}"
     number_ranges: "{{ __hostcheck_number_ranges }}"
     builtin_profiles: "{{ __hostcheck_builtin_profiles }}"
     config_keys: "{{ __hostcheck_config_keys }}"
     check_ids: "{{ __hostcheck_check_ids }}"
     reserved_args: "{{ __hostcheck_reserved_args }}"
-    read_host: "{{ __hostcheck_read_host | default(false) }}"
-    probe: "{{ __hostcheck_probe }}"
-    timer_units: "{{ __hostcheck_timer_units }}"
-    config_text: "{{ __hostcheck_config_text }}"
-    bin: "{{ __hostcheck_bin }}"
-    wheel_read: "{{ __hostcheck_wheel_read | default(none) }}"
     validated: "{{ __hostcheck_validation | default({}) }}"
   register: __hostcheck_validation
 """
@@ -144,7 +107,7 @@ RETURN = r"""
 values:
   description: What the role's tasks use.
   type: dict
-  returned: success, without read_host
+  returned: success
   contains:
     numbers:
       description: The numeric variables of I(number_ranges), as integers.
@@ -156,59 +119,9 @@ values:
 digest:
   description: A digest of the arguments, which I(validated) is matched by.
   type: str
-  returned: success, without read_host
-plan:
-  description: What the role must do on this host (tasks/main.yml registers it as
-    C(__hostcheck_host); vars/main.yml's C(__hostcheck_plan)).
-  type: dict
-  returned: with read_host, when hostcheck_enabled
-  contains:
-    install:
-      description: Why the venv needs pip; empty when it holds what is wanted.
-      type: list
-      elements: str
-    install_hostcheck:
-      description: Whether hostcheck itself is (re)installed.
-      type: bool
-    config:
-      description: Why hostcheck_config_file is written or removed; empty when it is as wanted.
-      type: list
-      elements: str
-    timer:
-      description: Why the timer's units or state change; empty when they are as wanted.
-      type: list
-      elements: str
-    dataloader:
-      description: Why the DataLoader settings file is measured again or removed; empty when it
-        stands.
-      type: list
-      elements: str
-    dataloader_argv:
-      description: The hostcheck loop --sweep --write command line that measures it; empty when
-        it is not measured.
-      type: list
-      elements: str
-    run:
-      description: Why hostcheck runs; empty when its latest report stands (or hostcheck_run is
-        false).
-      type: list
-      elements: str
-    hostcheck:
-      description: The version of hostcheck in the venv, null when it is not installed.
-      type: str
-    torch:
-      description: The version of torch in the venv, null when it is not installed.
-      type: str
-    systemd:
-      description: Whether systemd is the init system (/run/systemd/system).
-      type: bool
-    units_present:
-      description: The hostcheck units in the unit folder.
-      type: list
-      elements: str
+  returned: success
 msg:
-  description: The notes of the validation; with read_host, what changes and why hostcheck runs
-    or not.
+  description: The notes of the validation.
   type: str
   returned: always
 """

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan import (
     config_reasons,
     dataloader_reasons,
     dataloader_workload,

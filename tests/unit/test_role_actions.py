@@ -20,9 +20,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
     RoleAction,
     argument_spec,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
-    RoleValidation,
-)
 
 from tests.unit.role_validation import validate
 
@@ -32,16 +29,14 @@ SPEC_KEYS = ("type", "elements", "default", "choices")
 
 
 def role_actions() -> dict[str, type]:
-    """action name -> class, for every action built on RoleAction (not on the former base,
-    plugins/plugin_utils/role_validation.py, of the roles not moved yet)."""
+    """action name -> class, for every action built on RoleAction."""
     found = {}
     for path in sorted((REPO / "plugins" / "action").glob("*.py")):
         module = importlib.import_module(
             f"ansible_collections.hostcheck.gpu_hosts.plugins.action.{path.stem}"
         )
         action = getattr(module, "ActionModule", None)
-        migrated = isinstance(action, type) and issubclass(action, RoleAction)
-        if migrated and not issubclass(action, RoleValidation):
+        if isinstance(action, type) and issubclass(action, RoleAction):
             found[path.stem] = action
     return found
 
@@ -50,9 +45,19 @@ ACTIONS = role_actions()
 
 
 def tasks_calling(action: str) -> list[tuple[Path, dict]]:
+    """Every task of roles/*/tasks calling the action (inside blocks too), with its arguments."""
+
+    def tasks(listed: list) -> list[dict]:
+        found = []
+        for task in listed or []:
+            found.append(task)
+            for section in ("block", "rescue", "always"):
+                found += tasks(task.get(section))
+        return found
+
     calls = []
     for path in sorted((REPO / "roles").rglob("tasks/*.yml")):
-        for task in yaml.safe_load(path.read_text()) or []:
+        for task in tasks(yaml.safe_load(path.read_text())):
             if PREFIX + action in task:
                 calls.append((path, task[PREFIX + action]))
     return calls

@@ -14,7 +14,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate 
     VERSION_VARIABLES,
     cuda_check_values,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

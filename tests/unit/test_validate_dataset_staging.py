@@ -22,7 +22,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_vali
     too_large,
     unreadable,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

@@ -26,7 +26,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
     config_problem,
     run,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 
@@ -346,3 +346,19 @@ def test_without_systemd_analyze_the_schedule_is_not_checked(tmp_path):
     first, _ = validate("hostcheck", bad, tmp_path)
     assert not first.get("failed"), first
     assert "not checked with systemd-analyze calendar" in first["msg"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({"hostcheck_extra_args": "--user trainer"}, "hostcheck_extra_args"),
+        ({"hostcheck_config": 5}, "hostcheck_config"),
+    ],
+)
+def test_a_wrongly_typed_variable_is_refused_by_name_in_validate_yml(tmp_path, variables, named):
+    """validate.yml renders none of what reading the host needs (that is hostcheck_plan's, in
+    main.yml), so a bad value is the validation's message, not a template error."""
+    (failed,) = validate("hostcheck", variables, tmp_path)[:1]
+    assert failed["failed"] is True
+    assert named in failed["msg"]
+    assert "probe" not in failed["msg"] and "template" not in failed["msg"].lower()

@@ -19,7 +19,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate
     read_host,
     skip_reason,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

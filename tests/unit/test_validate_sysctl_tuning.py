@@ -19,7 +19,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_valida
     sysctl_tuning_on_host,
     sysctl_tuning_wanted,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

@@ -20,7 +20,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     ulimits_entries,
     ulimits_systemd_dropin,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

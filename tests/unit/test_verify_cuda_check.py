@@ -17,7 +17,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_verify im
     parse_read,
     script_args,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.test_role_cuda_check import SCRIPT, facts, settings
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan import (
     dataloader_workload,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_verify import (
@@ -18,7 +18,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_verify imp
     timer_verified,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import systemd_quote
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_dataloader import HOST, PATH, VARIABLES, found, settings
 

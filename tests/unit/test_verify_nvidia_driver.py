@@ -12,7 +12,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_verify
     driver_problems,
     driver_verified,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

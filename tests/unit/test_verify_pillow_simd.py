@@ -15,7 +15,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_verify i
     read_probe,
     verify_found,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 VERSION = "12.1.1.post0"
 VENV = "/opt/venvs/train"

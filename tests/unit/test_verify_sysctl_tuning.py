@@ -16,7 +16,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_verify
     not_verified,
     sysctl_tuning_verified,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import CHECKOUT
 from tests.unit.test_validate_sysctl_tuning import (

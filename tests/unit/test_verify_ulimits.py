@@ -15,7 +15,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     ulimits_systemd_dropin,
     ulimits_systemd_expected,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 LIMITS_FILE = "/etc/security/limits.d/90-hostcheck-training.conf"
 DROPIN = "/etc/systemd/system.conf.d/90-hostcheck-training.conf"

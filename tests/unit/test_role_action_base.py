@@ -1,4 +1,4 @@
-"""The base of every `<role>_validate` action (plugins/plugin_utils/role_validation.py): the
+"""The base of every `<role>_validate` action (plugins/plugin_utils/role_action.py): the
 role's argument spec is checked in the validation task itself, and a switched-off role says
 what it leaves alone, run through ansible-playbook on this machine."""
 
@@ -34,22 +34,35 @@ def test_a_switched_off_role_says_what_it_leaves_alone(tmp_path):
     assert first["values"] == again["values"] == {"option": "50%"}
 
 
-def test_per_os_vars_that_a_role_requires_name_the_os_when_missing(tmp_path):
-    from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_validation import (
+def test_per_os_vars_that_a_role_requires_name_the_os_when_missing():
+    from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
         Invalid,
-        RoleValidation,
+        RoleAction,
     )
 
-    (tmp_path / "vars").mkdir()
-    (tmp_path / "vars" / "Debian.yml").write_text("__demo_packages: [a, b]\n")
-    action = RoleValidation.__new__(RoleValidation)
-    action.role, action.role_path, action.gathered = "demo", str(tmp_path), {}
+    class Ulimits(RoleAction):
+        ROLE = "ulimits"
+
+    action = object.__new__(Ulimits)
+    action.gathered, action.task_vars = {}, {}
     facts = {"distribution": "Plan9", "distribution_version": "4", "os_family": "Plan9"}
-    action.host_facts = {**facts, "kernel": "6.1"}
-    candidates = ["{distribution}", "{os_family}"]
-    assert action.os_vars(candidates) == {}
+    action.host_facts = {**facts, "distribution_major_version": "4", "kernel": "6.1"}
+    assert action.os_vars() == {}
     with pytest.raises(Invalid) as refused:
-        action.os_vars(candidates, required=True)
-    assert str(refused.value) == "demo_enabled: no vars file in roles/demo/vars for Plan9 4"
+        action.os_vars(required=True)
+    assert str(refused.value) == "ulimits_enabled: no vars file in roles/ulimits/vars for Plan9 4"
     action.host_facts["os_family"] = "Debian"
-    assert action.os_vars(candidates, required=True) == {"__demo_packages": ["a", "b"]}
+    pam_fix = action.os_vars(required=True)["__ulimits_pam_fix"]
+    assert "/etc/pam.d/{service}" in pam_fix  # not a fact: left for the action to fill in
+
+
+def test_fact_fields_of_a_vars_file_are_filled_in_and_other_braces_kept():
+    from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+        with_facts,
+    )
+
+    facts = {"distribution_major_version": "12", "architecture": "x86_64"}
+    loaded = {"key": "debian-{distribution_major_version}", "paths": ["/usr/lib/{architecture}"]}
+    assert with_facts(loaded, facts) == {"key": "debian-12", "paths": ["/usr/lib/x86_64"]}
+    assert with_facts("{service} {{ jinja }} {unknown}", facts) == "{service} {{ jinja }} {unknown}"
+    assert with_facts(5, facts) == 5
