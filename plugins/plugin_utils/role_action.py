@@ -165,10 +165,17 @@ class RoleAction(ActionBase):
         return result
 
     def checked_arguments(self) -> dict:
-        """The task's arguments checked and converted by the role's argument spec."""
-        checked = ArgumentSpecValidator(argument_spec(self.ROLE, self.INTERNAL)).validate(
-            dict(self._task.args), validate_role_argument_spec=True
-        )
+        """The task's arguments checked and converted by the role's argument spec; a number
+        with a fraction where text is wanted is refused, not converted (12.10 arrives as 12.1)."""
+        spec = argument_spec(self.ROLE, self.INTERNAL)
+        given = dict(self._task.args)
+        for name, value in given.items():
+            if isinstance(value, float) and spec.get(name, {}).get("type") == "str":
+                raise Invalid(
+                    f"{name}: text, quoted (unquoted, YAML reads 12.10 as the number 12.1); "
+                    f"got {value}"
+                )
+        checked = ArgumentSpecValidator(spec).validate(given, validate_role_argument_spec=True)
         if checked.error_messages:
             raise Invalid(
                 f"{self.ROLE}: validation of arguments failed: " + "; ".join(checked.error_messages)

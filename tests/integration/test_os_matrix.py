@@ -3,8 +3,10 @@ collection.py), on one fresh sandbox host of every OS kind (tests/sandbox/oskind
 Debian 12 and 13, and the Ubuntu 22.04/24.04 and Rocky 8/9 look-alikes), each booting systemd:
 Ansible sees each as its distribution, site.yml converges and verifies, fresh SSH sessions see
 what it set, the packages went in under each distribution's names, and a second run changes
-nothing. Check mode and bad input are in test_site_check.py and test_site_bad_input.py (they
-run beside this module in another pytest worker)."""
+nothing. The first converge runs on the oldest ansible-core the collection claims
+(collection.OLDEST_CORE), the second on this checkout's (the newest): the state one leaves is
+the state the other wants. Check mode and bad input are in test_site_check.py and
+test_site_bad_input.py (they run beside this module in another pytest worker)."""
 
 from __future__ import annotations
 
@@ -59,6 +61,19 @@ def user(tmp_path_factory, make_fleet):
     return fleet, controller, inventory / "hosts.yml"
 
 
+@pytest.fixture(scope="module")
+def oldest(tmp_path_factory, user):
+    """The same, with the oldest ansible-core the collection claims."""
+    fleet, _, inventory = user
+    folder = tmp_path_factory.mktemp("user-oldest")
+    controller = collection.install(folder, collection.OLDEST_CORE)
+    version = collection.core_version(controller)
+    claimed = collection.OLDEST_CORE.split(">=")[1].split(".")[:2]
+    assert version.split(".")[:2] == claimed, (version, collection.OLDEST_CORE)
+    print(f"first converge on ansible-core {version}")
+    return fleet, controller, inventory
+
+
 def switches_as_given_on_the_command_line() -> dict[str, str]:
     """Every boolean variable of every role at its default, as `-e name=true` gives it: a string
     (in the spellings Ansible's argument specs take for a bool)."""
@@ -86,12 +101,13 @@ def site(user, extra_vars=None):
 
 
 @pytest.fixture(scope="module")
-def converged(user):
-    """The first run gives every role's switches as strings from the command line; the second
-    run (without them) must then change nothing: the strings meant what the defaults mean."""
-    fleet = user[0]
+def converged(oldest):
+    """The first run (the oldest ansible-core claimed) gives every role's switches as strings
+    from the command line; the second run (the newest, without them) must then change nothing:
+    the strings meant what the defaults mean."""
+    fleet = oldest[0]
     start = time.monotonic()
-    first = site(user, switches_as_given_on_the_command_line())
+    first = site(oldest, switches_as_given_on_the_command_line())
     elapsed = time.monotonic() - start
     assert first.returncode == 0, [(h, first.failure_text(h)) for h in first.failed_hosts()]
     print(f"site.yml on {len(KINDS)} hosts, one of each OS kind: {elapsed:.0f} s")

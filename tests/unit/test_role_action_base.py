@@ -66,3 +66,13 @@ def test_fact_fields_of_a_vars_file_are_filled_in_and_other_braces_kept():
     assert with_facts(loaded, facts) == {"key": "debian-12", "paths": ["/usr/lib/x86_64"]}
     assert with_facts("{service} {{ jinja }} {unknown}", facts) == "{service} {{ jinja }} {unknown}"
     assert with_facts(5, facts) == 5
+
+
+def test_a_fraction_where_text_is_wanted_is_refused_not_converted(tmp_path):
+    """The argument spec would turn 12.10 (YAML's 12.1) into '12.1': refused by name."""
+    (failed,) = validate("cuda_check", {"cuda_check_min_driver_version": 550.10}, tmp_path)[:1]
+    assert failed["failed"] is True
+    assert failed["msg"] == (
+        "cuda_check_min_driver_version: text, quoted (unquoted, YAML reads 12.10 as the number "
+        "12.1); got 550.1"
+    )
