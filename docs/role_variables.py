@@ -74,7 +74,7 @@ def render(page: str, role: str) -> str:
     if begin not in page or END not in page:
         raise SystemExit(f"docs/roles/{role}.md: no variable markers ({begin} ... {END})")
     head, rest = page.split(begin, 1)
-    _, tail = rest.split(END, 1)
+    tail = rest.split(END, 1)[1]
     return head + table(role) + tail
 
 

@@ -110,7 +110,7 @@ def unreadable(measured: list[dict]) -> list[str]:
 
 def parse_hot_fs(stdout: str) -> dict:
     """df's `size target` line: {size, target}."""
-    size, _, target = stdout.strip().partition(" ")
+    size, dummy, target = stdout.strip().partition(" ")
     return {"size": int(size), "target": target.strip()}
 
 

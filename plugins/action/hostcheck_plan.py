@@ -210,6 +210,16 @@ def dataloader_workload(variables: dict, host: dict) -> dict:
     }
 
 
+def wanted_workload(variables: dict, found: dict | None) -> dict | None:
+    """The DataLoader workload the variables give on this host; None when the settings file
+    is not wanted (hostcheck_dataloader_enabled false) or was not read."""
+    if found is None or not variables["hostcheck_dataloader_enabled"]:
+        return None
+    return dataloader_workload(
+        {name: variables[name] for name in WORKLOAD_VARIABLES.values()}, found["host"]
+    )
+
+
 def _count(value: object, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
@@ -336,15 +346,6 @@ class ActionModule(Validation):
             return result
         return {"changed": False, "plan": plan, "msg": said, "_ansible_verbose_always": True}
 
-    def wanted_workload(self, found: dict | None) -> dict | None:
-        """The DataLoader workload the variables give on this host; None when the settings
-        file is not wanted (hostcheck_dataloader_enabled false) or was not read."""
-        if found is None or not self.arg("hostcheck_dataloader_enabled"):
-            return None
-        return dataloader_workload(
-            {name: self.arg(name) for name in WORKLOAD_VARIABLES.values()}, found["host"]
-        )
-
     def check_dataset(self, found: dict) -> None:
         """Before the sweep: the dataset folder exists on the host (an earlier role, such as
         dataset_staging, may have made it in this run, so it is read here, not in the first
@@ -374,7 +375,7 @@ class ActionModule(Validation):
         config = config_reasons(read["config"], self.wanted_config(), config_file)
         timer = timer_reasons(read, self.wanted_units(), self.unit_dir())
         found = read.get("dataloader")
-        workload = self.wanted_workload(found)
+        workload = wanted_workload(self.args, found)
         dataloader = dataloader_reasons(found, workload, install_hostcheck)
         argv = []
         if workload is not None and dataloader:

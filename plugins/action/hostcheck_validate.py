@@ -309,7 +309,7 @@ class ActionModule(RoleAction):
         if self.arg("hostcheck_timer_enabled"):
             analyze = next((p for p in SYSTEMD_ANALYZE if os.path.isfile(p)), "")
             if analyze:
-                rc, _, stderr, msg = run(
+                rc, dummy, stderr, msg = run(
                     [analyze, "calendar", "--", schedule], env={**os.environ, "LC_ALL": "C"}
                 )
                 problem = calendar_problem(schedule, rc, stderr or ("" if rc == 0 else msg))

@@ -27,6 +27,7 @@ import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan import (
     dataloader_reasons,
     stale_reasons,
+    wanted_workload,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     CHECKED_AGAINST,
@@ -225,7 +226,7 @@ class ActionModule(Validation):
         held += timer_held
         problems += timer_problems
         found = read.get("dataloader")
-        loader_held, loader_problems = dataloader_verified(found, self.wanted_workload(found))
+        loader_held, loader_problems = dataloader_verified(found, wanted_workload(self.args, found))
         held += loader_held
         problems += loader_problems
         if run and not problems:

@@ -160,7 +160,7 @@ def read_host(stdout: str) -> tuple[str, int, list[str]]:
     """HOST_SCRIPT's output: what is at the venv, grep's exit, and the CPU flags."""
     found = {}
     for line in stdout.splitlines():
-        key, _, rest = line.partition(":")
+        key, dummy, rest = line.partition(":")
         found.setdefault(key, rest)
     kind, rc = found.get("venv"), found.get("grep", "")
     if kind not in KINDS or not rc.isdigit():

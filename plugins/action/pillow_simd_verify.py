@@ -188,10 +188,10 @@ def verify_found(found: dict, wanted: dict) -> list[str]:
         avx2_build(found, wanted["avx2_build"], wanted["pillow_simd_avx2"], wanted["cpu_avx2"]),
         hostcheck_pillow(found, venv),
     ]
-    problems = [problem for problem, _ in checks if problem]
+    problems = [problem for problem, dummy in checks if problem]
     if problems:
         raise Invalid("; ".join(problems))
-    return [holds for _, holds in checks]
+    return [holds for dummy, holds in checks]
 
 
 def read_probe(out: dict, venv: str, host: str) -> dict:

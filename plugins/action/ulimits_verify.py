@@ -166,10 +166,10 @@ def verify_limits(
             nr_open,
         ),
     ]
-    problems = [problem for _, found in verdicts for problem in found]
+    problems = [problem for dummy, found in verdicts for problem in found]
     if problems:
         raise Invalid("; ".join(problems))
-    return [line for said, _ in verdicts for line in said]
+    return [line for said, dummy in verdicts for line in said]
 
 
 class ActionModule(Validation):

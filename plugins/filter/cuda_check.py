@@ -89,7 +89,7 @@ def _table(facts: dict, venv: str) -> list[str]:
         ("torch CUDA", _or(torch.get("cuda"), build)),
         ("torch cuDNN", _or(torch.get("cudnn"), torch.get("cudnn_error") or "-")),
     ]
-    width = max(len(label) for label, _ in rows)
+    width = max(len(label) for label, dummy in rows)
     return [f"{label.ljust(width)}  {value}" for label, value in rows]
 
 

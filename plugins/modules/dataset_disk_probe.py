@@ -32,7 +32,16 @@ options:
     description: The fstab to read.
     type: path
     default: /etc/fstab
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: Read the data disks and the mount point (changes nothing)
+  hostcheck.gpu_hosts.dataset_disk_probe:
+    devices: [/dev/nvme1n1, /dev/nvme2n1]
+    mount: /data
+    raid_name: data
+  register: disks
 """
 
 RETURN = r"""

@@ -88,7 +88,17 @@ options:
         is complete, whether or not the run is in check mode.
     type: bool
     default: false
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: Copy a dataset to local NVMe, resuming where an earlier copy stopped
+  hostcheck.gpu_hosts.dataset_stage:
+    mode: copy
+    name: imagenet
+    source: /mnt/nfs/imagenet
+    dest: /data/imagenet
+    state_dir: /data/.staging
 """
 
 RETURN = r"""
@@ -324,7 +334,7 @@ def parse_sizes(path: str) -> dict[str, int]:
         line = raw.rstrip("\r").strip(" \t")
         if not line or line.startswith("#"):
             continue
-        size, _, name = line.partition(" ")
+        size, dummy, name = line.partition(" ")
         if not size.isdigit() or not name.strip():
             raise StagingError(f"sizes {path} line {number}: expected '<bytes>  <relative/path>'")
         sizes[clean_relative(name.lstrip(" "), f"sizes {path} line {number}")] = int(size)
@@ -528,7 +538,7 @@ def run_parallel(function, items, workers: int):
                 running[pool.submit(function, item)] = item
             if not running:
                 break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            done, dummy = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 item = running.pop(future)
                 try:

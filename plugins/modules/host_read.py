@@ -24,7 +24,14 @@ options:
   stdin:
     description: Text given on the command's standard input.
     type: str
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: The size of the file system /data is on (changes nothing, also in check mode)
+  hostcheck.gpu_hosts.host_read:
+    argv: [df, --output=size, -B1, /data]
+  register: df_data
 """
 
 RETURN = r"""

@@ -76,7 +76,8 @@ options:
 attributes:
   check_mode:
     support: full
-author: hostcheck
+    description: It changes nothing, so a check run does the same.
+author: hostcheck maintainers (@hostcheck)
 """
 
 EXAMPLES = r"""

@@ -81,7 +81,14 @@ options:
       exit_code 0); nothing is written in check mode.
     type: bool
     default: false
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: Read what hostcheck needs on the host and record the state its report was made for
+  hostcheck.gpu_hosts.hostcheck_probe:
+    read: "{{ __hostcheck_probe }}"
+    record: true
 """
 
 RETURN = r"""
@@ -429,7 +436,7 @@ def cpu_list(text: str | None) -> list[int]:
     """/sys/devices/system/cpu/online ("0-3,8") as CPU numbers; [] when unreadable."""
     found: list[int] = []
     for item in (text or "").strip().split(","):
-        low, _, high = item.partition("-")
+        low, dummy, high = item.partition("-")
         if not low.strip().isdigit() or (high and not high.strip().isdigit()):
             return []
         found += range(int(low), int(high or low) + 1)
@@ -484,7 +491,7 @@ def read_dataloader(spec: dict, root: str = "/") -> dict | None:
 
 
 def timer_state(run) -> dict:
-    rc, out, _ = run(
+    rc, out, dummy = run(
         [
             "systemctl",
             "show",

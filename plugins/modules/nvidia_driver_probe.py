@@ -32,7 +32,15 @@ options:
     description: The modprobe.d file that blacklists nouveau, read back (under root; "" for none).
     type: str
     default: ""
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: Read the driver, its kernel module and the Secure Boot key (changes nothing)
+  hostcheck.gpu_hosts.nvidia_driver_probe:
+    mok_key: /var/lib/shim-signed/mok/MOK.priv
+    mok_cert: /var/lib/shim-signed/mok/MOK.der
+  register: driver
 """
 
 RETURN = r"""
@@ -149,7 +157,7 @@ def packages() -> tuple[dict, list[str]]:
     code, out = run(["rpm", "-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n"])
     if code == 0:
         for line in out.splitlines():
-            name, _, version = line.partition("\t")
+            name, dummy, version = line.partition("\t")
             if PACKAGE_NAME.search(name):
                 found[name] = version
         code, out = run(["dnf", "-q", "versionlock", "list"])
@@ -173,7 +181,7 @@ def dnf_stream() -> str | None:
 
 
 def secure_boot(root: str) -> str:
-    _, out = run(["mokutil", "--sb-state"])
+    dummy, out = run(["mokutil", "--sb-state"])
     if "SecureBoot enabled" in out:
         return "enabled"
     if "SecureBoot disabled" in out:
@@ -190,7 +198,7 @@ def secure_boot(root: str) -> str:
 def mok_enrolled(cert: str) -> bool | None:
     if not cert:
         return None
-    _, out = run(["mokutil", "--test-key", cert])
+    dummy, out = run(["mokutil", "--test-key", cert])
     if "is already enrolled" in out:
         return True
     if "is not enrolled" in out:
@@ -247,7 +255,7 @@ def main() -> None:
         argument_spec={
             "root": {"type": "path", "default": "/"},
             "mok_cert": {"type": "str", "default": ""},
-            "mok_key": {"type": "str", "default": ""},
+            "mok_key": {"type": "str", "default": "", "no_log": False},
             "nouveau_file": {"type": "str", "default": ""},
         },
         supports_check_mode=True,

@@ -23,7 +23,15 @@ options:
     type: str
     required: true
     choices: [apt, dnf, dnf5, yum]
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: Which of these packages dnf has not installed
+  hostcheck.gpu_hosts.os_packages_missing:
+    names: [libjpeg-turbo-devel, zlib-devel]
+    manager: dnf
+  register: missing
 """
 
 RETURN = r"""
@@ -41,7 +49,7 @@ def installed_by_dpkg(output: str) -> set[str]:
     the status is the package's state, "i" when it is installed."""
     found = set()
     for line in output.splitlines():
-        name, _, status = line.partition(" ")
+        name, dummy, status = line.partition(" ")
         if len(status) >= 2 and status[1] == "i":
             found.add(name)
     return found
@@ -57,12 +65,12 @@ def missing(module: AnsibleModule, names: list[str], manager: str) -> list[str]:
     if not names:
         return []
     if manager == "apt":
-        _, out, _ = module.run_command(
+        dummy, out, dummy = module.run_command(
             ["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", "--", *names]
         )
         installed = installed_by_dpkg(out)
         return [name for name in names if name.split(":", 1)[0] not in installed]
-    _, out, err = module.run_command(["rpm", "-q", "--whatprovides", "--", *names])
+    dummy, out, err = module.run_command(["rpm", "-q", "--whatprovides", "--", *names])
     absent = missing_by_rpm(out + err)
     return [name for name in names if name in absent]
 

@@ -33,7 +33,13 @@ options:
     description: Where MemTotal is read (tests point it at a fixture).
     type: path
     default: /proc/meminfo
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: Read /dev/shm as mounted and as fstab has it (changes nothing)
+  hostcheck.gpu_hosts.shm_probe:
+  register: shm
 """
 
 RETURN = r"""

@@ -50,7 +50,14 @@ options:
     type: list
     elements: str
     default: []
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
+"""
+
+EXAMPLES = r"""
+- name: Read the sysctls and the role's files (changes nothing)
+  hostcheck.gpu_hosts.sysctl_tuning_probe:
+    names: [vm.swappiness, vm.max_map_count]
+  register: kernel
 """
 
 RETURN = r"""

@@ -37,7 +37,7 @@ options:
     type: list
     elements: str
     default: []
-author: hostcheck
+author: hostcheck maintainers (@hostcheck)
 """
 
 EXAMPLES = r"""

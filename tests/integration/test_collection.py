@@ -66,6 +66,25 @@ def test_installed_with_only_ansible_core(installed):
     assert not (folder / "ansible.cfg").exists()
 
 
+# The sanity tests that need no container; each must have run.
+SANITY = [
+    "action-plugin-docs", "ansible-doc", "compile", "empty-init", "import", "line-endings",
+    "no-assert", "no-illegal-filenames", "no-smart-quotes", "pep8", "pylint", "runtime-metadata",
+    "shebang", "symlinks", "use-argspec-type-path", "validate-modules", "yamllint",
+]  # fmt: skip
+
+
+def test_ansible_test_sanity_passes_on_the_built_collection(tmp_path):
+    """What every published collection passes: `ansible-test sanity`, on the tarball's files
+    (tests/sanity/ignore-<version>.txt says what is skipped, and why)."""
+    tarball = collection.build(tmp_path / "dist")
+    done = collection.sanity(tarball, tmp_path / "sanity")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-8000:]
+    for test in SANITY:
+        assert f'Running sanity test "{test}"' in said, test
+
+
 @pytest.mark.parametrize("playbook", PLAYBOOKS)
 def test_each_playbook_is_reachable_by_its_full_name(installed, playbook):
     folder, controller = installed

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Print, as one JSON object, the NVIDIA driver and CUDA versions of this host (role cuda_check).
 
 Run by the training venv's python, so that `import torch` and `import pynvml` see what training
@@ -245,7 +244,7 @@ def torch_facts():
         value = getattr(build, key, None)
         found[key] = text(value) if value else None
     try:
-        import torch.backends.cudnn as cudnn
+        from torch.backends import cudnn
 
         number = cudnn.version()  # the linked cuDNN's version; loads no CUDA context
     except Exception as exc:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Host side of the pillow_simd role: look at a venv, build a pillow-simd wheel, write the
 placeholder `pillow` wheel, time resizes. Prints one JSON object; exit 1 with {"msg": ...}.
 
@@ -82,10 +81,10 @@ def run(argv, env=None, timeout=None):
         env=env,
     )
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        out, dummy = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate()
+        out, dummy = proc.communicate()
         return 124, out + f"\n(timed out after {timeout} s)"
     return proc.returncode, out
 
@@ -183,7 +182,7 @@ def installed(site_dirs):
                     "dir": directory,
                     "site": site,
                     "summary": meta.get("Summary", ""),
-                    "files": [p for p, _ in rows if not p.startswith(entry + "/")],
+                    "files": [p for p, dummy in rows if not p.startswith(entry + "/")],
                     "hashes": dict(rows),
                 }
             )
@@ -285,14 +284,16 @@ def missing_packages(names, manager):
         return []
     try:
         if manager == "apt":
-            _, out = run(["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", "--", *names])
+            dummy, out = run(
+                ["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", "--", *names]
+            )
             installed = set()
             for line in out.splitlines():
-                name, _, status = line.partition(" ")
+                name, dummy, status = line.partition(" ")
                 if status[1:2] == "i":
                     installed.add(name)
             return [n for n in names if n.split(":", 1)[0] not in installed]
-        _, out = run(["rpm", "-q", "--whatprovides", "--", *names])
+        dummy, out = run(["rpm", "-q", "--whatprovides", "--", *names])
     except OSError:
         return list(names)
     prefix = "no package provides "
