@@ -14,16 +14,7 @@ description:
     run through I(validated).
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.cuda_check_variables
-options:
-  validated:
-    description: This task's registered result from earlier in the run, returned again when the
-      other arguments are the same.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -32,16 +23,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.cuda_check_validate:
     cuda_check_enabled: "{{ cuda_check_enabled }}"
     cuda_check_venv: "{{ cuda_check_venv }}"
-    cuda_check_without_driver: "{{ cuda_check_without_driver }}"
-    cuda_check_min_driver_version: "{{ cuda_check_min_driver_version }}"
-    cuda_check_min_cuda_version: "{{ cuda_check_min_cuda_version }}"
-    cuda_check_toolkit_version: "{{ cuda_check_toolkit_version }}"
-    cuda_check_cudnn_version: "{{ cuda_check_cudnn_version }}"
-    cuda_check_torch_cuda_version: "{{ cuda_check_torch_cuda_version }}"
-    cuda_check_require_torch_cuda: "{{ cuda_check_require_torch_cuda }}"
-    cuda_check_toolkit_paths: "{{ cuda_check_toolkit_paths }}"
-    cuda_check_cudnn_include_paths: "{{ cuda_check_cudnn_include_paths }}"
-    cuda_check_cudnn_library_paths: "{{ cuda_check_cudnn_library_paths }}"
+    # ... every other cuda_check_* variable the same way
     validated: "{{ __cuda_check_validation | default({}) }}"
   register: __cuda_check_validation
 """

@@ -17,6 +17,7 @@ description:
     I(checked) and gets the same verdict again without reading the host.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.cuda_check_variables
+  - hostcheck.gpu_hosts.role_action
 options:
   checked:
     description: This action's registered result from main.yml earlier in the run
@@ -24,15 +25,6 @@ options:
       the host is not read.
     type: dict
     default: {}
-  validated:
-    description: The registered result of M(hostcheck.gpu_hosts.cuda_check_validate) from
-      earlier in the run.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -41,16 +33,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.cuda_check_verify:
     cuda_check_enabled: "{{ cuda_check_enabled }}"
     cuda_check_venv: "{{ cuda_check_venv }}"
-    cuda_check_without_driver: "{{ cuda_check_without_driver }}"
-    cuda_check_min_driver_version: "{{ cuda_check_min_driver_version }}"
-    cuda_check_min_cuda_version: "{{ cuda_check_min_cuda_version }}"
-    cuda_check_toolkit_version: "{{ cuda_check_toolkit_version }}"
-    cuda_check_cudnn_version: "{{ cuda_check_cudnn_version }}"
-    cuda_check_torch_cuda_version: "{{ cuda_check_torch_cuda_version }}"
-    cuda_check_require_torch_cuda: "{{ cuda_check_require_torch_cuda }}"
-    cuda_check_toolkit_paths: "{{ cuda_check_toolkit_paths }}"
-    cuda_check_cudnn_include_paths: "{{ cuda_check_cudnn_include_paths }}"
-    cuda_check_cudnn_library_paths: "{{ cuda_check_cudnn_library_paths }}"
+    # ... every other cuda_check_* variable the same way
     checked: "{{ __cuda_check_checked | default(omit) }}"
     validated: "{{ __cuda_check_validation | default({}) }}"
   register: __cuda_check_checked

@@ -20,22 +20,8 @@ description:
     run through I(validated), without reading the host again.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.dataset_staging_variables
-options:
-  number_ranges:
-    description: The range of each numeric variable, by its name a list of the lowest, the
-      highest value and the unit (C(__dataset_staging_number_ranges) of the role's
-      vars/main.yml).
-    type: dict
-    required: true
-  validated:
-    description: This task's registered result from earlier in the run, returned again when the
-      other arguments are the same.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.dataset_staging_constants
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -44,19 +30,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.dataset_staging_validate:
     dataset_staging_enabled: "{{ dataset_staging_enabled }}"
     dataset_staging_devices: "{{ dataset_staging_devices }}"
-    dataset_staging_filesystem: "{{ dataset_staging_filesystem }}"
-    dataset_staging_mount: "{{ dataset_staging_mount }}"
-    dataset_staging_mount_options: "{{ dataset_staging_mount_options }}"
-    dataset_staging_label: "{{ dataset_staging_label }}"
-    dataset_staging_force_format: "{{ dataset_staging_force_format }}"
-    dataset_staging_raid_name: "{{ dataset_staging_raid_name }}"
-    dataset_staging_raid_chunk: "{{ dataset_staging_raid_chunk }}"
-    dataset_staging_datasets: "{{ dataset_staging_datasets }}"
-    dataset_staging_parallel: "{{ dataset_staging_parallel }}"
-    dataset_staging_checksum: "{{ dataset_staging_checksum }}"
-    dataset_staging_verify: "{{ dataset_staging_verify }}"
-    dataset_staging_verify_written: "{{ dataset_staging_verify_written }}"
-    dataset_staging_hot_root: "{{ dataset_staging_hot_root }}"
+    # ... every other dataset_staging_* variable the same way
     number_ranges: "{{ __dataset_staging_number_ranges }}"
     validated: "{{ __dataset_staging_validation | default({}) }}"
   register: __dataset_staging_validation

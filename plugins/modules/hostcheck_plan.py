@@ -14,35 +14,9 @@ description:
   - tasks/main.yml runs it after the roles before this one, so it sees the host they left.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.hostcheck_variables
+  - hostcheck.gpu_hosts.hostcheck_constants
+  - hostcheck.gpu_hosts.role_action
 options:
-  number_ranges:
-    description: The range of each numeric variable, C([lowest, highest, unit])
-      (C(__hostcheck_number_ranges) of the role's vars/main.yml).
-    type: dict
-    required: true
-  builtin_profiles:
-    description: hostcheck's built-in profiles (C(__hostcheck_builtin_profiles)).
-    type: list
-    elements: str
-    required: true
-  config_keys:
-    description: The top-level keys a hostcheck --config file may have
-      (C(__hostcheck_config_keys)).
-    type: list
-    elements: str
-    required: true
-  check_ids:
-    description: hostcheck's check ids, the keys of I(hostcheck_config)'s checks
-      (C(__hostcheck_check_ids)).
-    type: list
-    elements: str
-    required: true
-  reserved_args:
-    description: The options of hostcheck run the role sets itself, which
-      I(hostcheck_extra_args) must not repeat (C(__hostcheck_reserved_args)).
-    type: list
-    elements: str
-    required: true
   probe:
     description: What M(hostcheck.gpu_hosts.hostcheck_probe) reads (C(__hostcheck_probe)); its
       C(unit_dir) is where the timer's units are.
@@ -67,16 +41,6 @@ options:
       C(__hostcheck_wheel_read); skipped when hostcheck_wheel is a requirement, null before
       that task ran).
     type: dict
-  validated:
-    description: The registered result of M(hostcheck.gpu_hosts.hostcheck_validate) from
-      earlier in the run, returned again when the variables and constants are the same (the
-      arguments of the reading aside).
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -85,36 +49,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.hostcheck_plan:
     hostcheck_enabled: "{{ hostcheck_enabled }}"
     hostcheck_venv: "{{ hostcheck_venv }}"
-    hostcheck_venv_python: "{{ hostcheck_venv_python }}"
-    hostcheck_wheel: "{{ hostcheck_wheel }}"
-    hostcheck_build_source: "{{ hostcheck_build_source }}"
-    hostcheck_build_python: "{{ hostcheck_build_python }}"
-    hostcheck_build_cache: "{{ hostcheck_build_cache }}"
-    hostcheck_pip_packages_before: "{{ hostcheck_pip_packages_before }}"
-    hostcheck_cache_dir: "{{ hostcheck_cache_dir }}"
-    hostcheck_run: "{{ hostcheck_run }}"
-    hostcheck_measure: "{{ hostcheck_measure }}"
-    hostcheck_profile: "{{ hostcheck_profile }}"
-    hostcheck_config: "{{ hostcheck_config }}"
-    hostcheck_config_file: "{{ hostcheck_config_file }}"
-    hostcheck_extra_args: "{{ hostcheck_extra_args }}"
-    hostcheck_fail_on: "{{ hostcheck_fail_on }}"
-    hostcheck_report_dir: "{{ hostcheck_report_dir }}"
-    hostcheck_timer_enabled: "{{ hostcheck_timer_enabled }}"
-    hostcheck_timer_schedule: "{{ hostcheck_timer_schedule }}"
-    hostcheck_timer_randomized_delay_sec: "{{ hostcheck_timer_randomized_delay_sec }}"
-    hostcheck_timer_profile: "{{ hostcheck_timer_profile }}"
-    hostcheck_textfile_dir: "{{ hostcheck_textfile_dir }}"
-    hostcheck_dataloader_enabled: "{{ hostcheck_dataloader_enabled }}"
-    hostcheck_dataloader_path: "{{ hostcheck_dataloader_path }}"
-    hostcheck_dataloader_sample: "{{ hostcheck_dataloader_sample }}"
-    hostcheck_dataloader_sample_cost_us: "{{ hostcheck_dataloader_sample_cost_us }}"
-    hostcheck_dataloader_batch_size: "{{ hostcheck_dataloader_batch_size }}"
-    hostcheck_dataloader_step_ms: "{{ hostcheck_dataloader_step_ms }}"
-    hostcheck_dataloader_ranks_per_node: "{{ hostcheck_dataloader_ranks_per_node }}"
-    hostcheck_dataloader_dataset_path: "{{ hostcheck_dataloader_dataset_path }}"
-    hostcheck_dataloader_max_workers: "{{ hostcheck_dataloader_max_workers }}"
-    hostcheck_dataloader_seconds: "{{ hostcheck_dataloader_seconds }}"
+    # ... every other hostcheck_* variable the same way
     number_ranges: "{{ __hostcheck_number_ranges }}"
     builtin_profiles: "{{ __hostcheck_builtin_profiles }}"
     config_keys: "{{ __hostcheck_config_keys }}"

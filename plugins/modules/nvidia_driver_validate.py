@@ -20,26 +20,8 @@ description:
     run through I(validated), without reading the host again.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.nvidia_driver_variables
-options:
-  number_ranges:
-    description: The range of each numeric variable, its lowest, highest value and unit
-      (C(__nvidia_driver_number_ranges) of the role's vars/main.yml).
-    type: dict
-    required: true
-  nouveau_file:
-    description: The modprobe.d file the role blacklists nouveau in, read back by the probe
-      (C(__nvidia_driver_nouveau_file)).
-    type: path
-    required: true
-  validated:
-    description: This task's registered result from earlier in the run, returned again when the
-      other arguments are the same.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.nvidia_driver_constants
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -48,25 +30,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.nvidia_driver_validate:
     nvidia_driver_enabled: "{{ nvidia_driver_enabled }}"
     nvidia_driver_skip_without_gpu: "{{ nvidia_driver_skip_without_gpu }}"
-    nvidia_driver_branch: "{{ nvidia_driver_branch }}"
-    nvidia_driver_source: "{{ nvidia_driver_source }}"
-    nvidia_driver_kernel_modules: "{{ nvidia_driver_kernel_modules }}"
-    nvidia_driver_module_build: "{{ nvidia_driver_module_build }}"
-    nvidia_driver_allow_branch_change: "{{ nvidia_driver_allow_branch_change }}"
-    nvidia_driver_packages: "{{ nvidia_driver_packages }}"
-    nvidia_driver_cuda_repo_url: "{{ nvidia_driver_cuda_repo_url }}"
-    nvidia_driver_cuda_repo_key_url: "{{ nvidia_driver_cuda_repo_key_url }}"
-    nvidia_driver_hold: "{{ nvidia_driver_hold }}"
-    nvidia_driver_blacklist_nouveau: "{{ nvidia_driver_blacklist_nouveau }}"
-    nvidia_driver_persistenced: "{{ nvidia_driver_persistenced }}"
-    nvidia_driver_fabric_manager: "{{ nvidia_driver_fabric_manager }}"
-    nvidia_driver_modules_signed: "{{ nvidia_driver_modules_signed }}"
-    nvidia_driver_mok_key: "{{ nvidia_driver_mok_key }}"
-    nvidia_driver_mok_cert: "{{ nvidia_driver_mok_cert }}"
-    nvidia_driver_reboot_ok: "{{ nvidia_driver_reboot_ok }}"
-    nvidia_driver_reboot_timeout: "{{ nvidia_driver_reboot_timeout }}"
-    nvidia_driver_reboot_command: "{{ nvidia_driver_reboot_command }}"
-    nvidia_driver_fail_if_reboot_required: "{{ nvidia_driver_fail_if_reboot_required }}"
+    # ... every other nvidia_driver_* variable the same way
     number_ranges: "{{ __nvidia_driver_number_ranges }}"
     nouveau_file: "{{ __nvidia_driver_nouveau_file }}"
     validated: "{{ __nvidia_driver_validation | default({}) }}"

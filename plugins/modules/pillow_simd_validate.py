@@ -20,16 +20,7 @@ description:
     run through I(validated), without reading the host again.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.pillow_simd_variables
-options:
-  validated:
-    description: This task's registered result from earlier in the run, returned again when the
-      other arguments are the same.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -38,12 +29,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.pillow_simd_validate:
     pillow_simd_enabled: "{{ pillow_simd_enabled }}"
     pillow_simd_venv: "{{ pillow_simd_venv }}"
-    pillow_simd_version: "{{ pillow_simd_version }}"
-    pillow_simd_avx2: "{{ pillow_simd_avx2 }}"
-    pillow_simd_wheel_cache: "{{ pillow_simd_wheel_cache }}"
-    pillow_simd_venv_python: "{{ pillow_simd_venv_python }}"
-    pillow_simd_extra_packages: "{{ pillow_simd_extra_packages }}"
-    pillow_simd_benchmark: "{{ pillow_simd_benchmark }}"
+    # ... every other pillow_simd_* variable the same way
     validated: "{{ __pillow_simd_validation | default({}) }}"
   register: __pillow_simd_validation
 """

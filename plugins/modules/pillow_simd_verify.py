@@ -20,6 +20,7 @@ description:
     (the message says why).
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.pillow_simd_variables
+  - hostcheck.gpu_hosts.role_action
 options:
   probe_run:
     description: The registered result of the role's probe in tasks/main.yml in this run
@@ -27,15 +28,6 @@ options:
       when main.yml did not run (verify.yml alone).
     type: dict
     default: {}
-  validated:
-    description: The registered result of M(hostcheck.gpu_hosts.pillow_simd_validate) from
-      earlier in the run.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -44,12 +36,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.pillow_simd_verify:
     pillow_simd_enabled: "{{ pillow_simd_enabled }}"
     pillow_simd_venv: "{{ pillow_simd_venv }}"
-    pillow_simd_version: "{{ pillow_simd_version }}"
-    pillow_simd_avx2: "{{ pillow_simd_avx2 }}"
-    pillow_simd_wheel_cache: "{{ pillow_simd_wheel_cache }}"
-    pillow_simd_venv_python: "{{ pillow_simd_venv_python }}"
-    pillow_simd_extra_packages: "{{ pillow_simd_extra_packages }}"
-    pillow_simd_benchmark: "{{ pillow_simd_benchmark }}"
+    # ... every other pillow_simd_* variable the same way
     probe_run: "{{ __pillow_simd_probe_run | default(omit) }}"
     validated: "{{ __pillow_simd_validation | default({}) }}"
 """

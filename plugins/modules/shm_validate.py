@@ -14,16 +14,7 @@ description:
     run through I(validated), without reading the host again.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.shm_variables
-options:
-  validated:
-    description: This task's registered result from earlier in the run, returned again when the
-      other arguments are the same.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -32,8 +23,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.shm_validate:
     shm_enabled: "{{ shm_enabled }}"
     shm_size: "{{ shm_size }}"
-    shm_mount_options: "{{ shm_mount_options }}"
-    shm_refuse_shrink_below_used: "{{ shm_refuse_shrink_below_used }}"
+    # ... every other shm_* variable the same way
     validated: "{{ __shm_validation | default({}) }}"
   register: __shm_validation
 """

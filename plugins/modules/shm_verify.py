@@ -9,16 +9,7 @@ description:
     every difference with what fstab and the mount hold.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.shm_variables
-options:
-  validated:
-    description: The registered result of M(hostcheck.gpu_hosts.shm_validate) from earlier in
-      the run.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -27,8 +18,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.shm_verify:
     shm_enabled: "{{ shm_enabled }}"
     shm_size: "{{ shm_size }}"
-    shm_mount_options: "{{ shm_mount_options }}"
-    shm_refuse_shrink_below_used: "{{ shm_refuse_shrink_below_used }}"
+    # ... every other shm_* variable the same way
     validated: "{{ __shm_validation | default({}) }}"
 """
 

@@ -21,52 +21,8 @@ description:
     (an earlier result of the run is never returned).
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.sysctl_tuning_variables
-options:
-  unit_dir:
-    description: Where the role writes its systemd units (C(__sysctl_tuning_unit_dir) of its
-      vars/main.yml).
-    type: path
-    required: true
-  governor_unit:
-    description: The unit that sets the governor at boot (C(__sysctl_tuning_governor_unit)).
-    type: str
-    required: true
-  thp_unit:
-    description: The unit that sets the THP modes at boot (C(__sysctl_tuning_thp_unit)).
-    type: str
-    required: true
-  tuned_profile:
-    description: The role's tuned profile, RHEL family (C(__sysctl_tuning_tuned_profile)).
-    type: str
-    required: true
-  thp_dir:
-    description: The kernel's transparent huge page folder (C(__sysctl_tuning_thp_dir)).
-    type: path
-    required: true
-  controller_boot_id:
-    description: The controller's /proc/sys/kernel/random/boot_id, empty when unknown
-      (C(__sysctl_tuning_controller_boot_id), a lookup on the controller); a host with the
-      same boot_id in other namespaces shares the controller's kernel.
-    type: str
-    required: true
-  controller_namespaces:
-    description: The controller's C(pid:[N] mnt:[N]) (C(__sysctl_tuning_controller_namespaces)).
-    type: str
-    required: true
-  managed:
-    description: The C(ansible_managed) line the role's templates start with, as the template
-      module fills it in (C(__sysctl_tuning_managed)).
-    type: str
-    required: true
-  validated:
-    description: This task's registered result from earlier in the run, passed as every role
-      passes it; not returned again, as this role reads the host afresh every time.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.sysctl_tuning_constants
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -75,11 +31,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.sysctl_tuning_validate:
     sysctl_tuning_enabled: "{{ sysctl_tuning_enabled }}"
     sysctl_tuning_file: "{{ sysctl_tuning_file }}"
-    sysctl_tuning_settings: "{{ sysctl_tuning_settings }}"
-    sysctl_tuning_cpu_governor: "{{ sysctl_tuning_cpu_governor }}"
-    sysctl_tuning_thp_enabled: "{{ sysctl_tuning_thp_enabled }}"
-    sysctl_tuning_thp_defrag: "{{ sysctl_tuning_thp_defrag }}"
-    sysctl_tuning_tuned_include: "{{ sysctl_tuning_tuned_include }}"
+    # ... every other sysctl_tuning_* variable the same way
     unit_dir: "{{ __sysctl_tuning_unit_dir }}"
     governor_unit: "{{ __sysctl_tuning_governor_unit }}"
     thp_unit: "{{ __sysctl_tuning_thp_unit }}"

@@ -12,29 +12,8 @@ description:
   - Says what holds, or fails naming every mismatch.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.ulimits_variables
-options:
-  limits_file:
-    description: The role's limits.d file (C(__ulimits_limits_file) of its vars/main.yml).
-    type: path
-    required: true
-  systemd_file:
-    description: The role's system.conf.d drop-in (C(__ulimits_systemd_file)).
-    type: path
-    required: true
-  header:
-    description: The first line of the limits.d file, which marks it as managed
-      (C(__ulimits_header)).
-    type: str
-    required: true
-  validated:
-    description: The registered result of M(hostcheck.gpu_hosts.ulimits_validate) from earlier
-      in the run.
-    type: dict
-    default: {}
-attributes:
-  check_mode:
-    support: full
-    description: It changes nothing, so a check run does the same.
+  - hostcheck.gpu_hosts.ulimits_constants
+  - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """
 
@@ -43,14 +22,7 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.ulimits_verify:
     ulimits_enabled: "{{ ulimits_enabled }}"
     ulimits_users: "{{ ulimits_users }}"
-    ulimits_nofile_soft: "{{ ulimits_nofile_soft }}"
-    ulimits_nofile_hard: "{{ ulimits_nofile_hard }}"
-    ulimits_memlock_soft: "{{ ulimits_memlock_soft }}"
-    ulimits_memlock_hard: "{{ ulimits_memlock_hard }}"
-    ulimits_nproc_soft: "{{ ulimits_nproc_soft }}"
-    ulimits_nproc_hard: "{{ ulimits_nproc_hard }}"
-    ulimits_systemd_enabled: "{{ ulimits_systemd_enabled }}"
-    ulimits_pam_services: "{{ ulimits_pam_services }}"
+    # ... every other ulimits_* variable the same way
     limits_file: "{{ __ulimits_limits_file }}"
     systemd_file: "{{ __ulimits_systemd_file }}"
     header: "{{ __ulimits_header }}"
