@@ -165,15 +165,23 @@ class RoleAction(ActionBase):
         return result
 
     def checked_arguments(self) -> dict:
-        """The task's arguments checked and converted by the role's argument spec; a number
-        with a fraction where text is wanted is refused, not converted (12.10 arrives as 12.1)."""
+        """The task's arguments checked and converted by the role's argument spec. Two of its
+        conversions lose what the user meant, so for the role's variables they are refused
+        instead: a number with a fraction where text is wanted (YAML read 12.10 as 12.1), and
+        text where a mapping is wanted (`-e settings=a=1` would replace every entry with one)."""
         spec = argument_spec(self.ROLE, self.INTERNAL)
         given = dict(self._task.args)
+        variables = argument_spec(self.ROLE)
         for name, value in given.items():
-            if isinstance(value, float) and spec.get(name, {}).get("type") == "str":
+            wanted = variables.get(name, {}).get("type") if name != "validated" else None
+            if isinstance(value, float) and wanted == "str":
                 raise Invalid(
                     f"{name}: text, quoted (unquoted, YAML reads 12.10 as the number 12.1); "
                     f"got {value}"
+                )
+            if isinstance(value, str) and wanted == "dict":
+                raise Invalid(
+                    f"{name}: a mapping (YAML, or JSON with -e), got the text {json.dumps(value)}"
                 )
         checked = ArgumentSpecValidator(spec).validate(given, validate_role_argument_spec=True)
         if checked.error_messages:

@@ -76,3 +76,13 @@ def test_a_fraction_where_text_is_wanted_is_refused_not_converted(tmp_path):
         "cuda_check_min_driver_version: text, quoted (unquoted, YAML reads 12.10 as the number "
         "12.1); got 550.1"
     )
+
+
+def test_text_where_a_mapping_is_wanted_is_refused_not_converted(tmp_path):
+    """The spec would read 'vm.swappiness=5' as {'vm.swappiness': '5'}: every other entry gone."""
+    given = {"sysctl_tuning_settings": "vm.swappiness=5"}
+    (failed,) = validate("sysctl_tuning", given, tmp_path)[:1]
+    assert failed["failed"] is True
+    assert failed["msg"] == (
+        'sysctl_tuning_settings: a mapping (YAML, or JSON with -e), got the text "vm.swappiness=5"'
+    )
