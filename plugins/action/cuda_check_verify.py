@@ -74,10 +74,9 @@ def decided(facts: dict, settings: dict) -> tuple[str, list[str]]:
 
 class ActionModule(Validation):
     VERIFIES = True
-    INTERNAL: ClassVar[dict] = {
-        # this action's registered result from main.yml earlier in the run
-        "checked": {"type": "dict", "default": {}},
-    }
+    # this action's registered result from main.yml earlier in the run
+    INTERNAL: ClassVar[dict] = {"checked": {"type": "dict", "default": {}}}
+    READING = INTERNAL
 
     def run(self, tmp=None, task_vars=None):
         self.versions: list[str] = []
@@ -87,18 +86,11 @@ class ActionModule(Validation):
             result["_ansible_verbose_always"] = True
         return result
 
-    def checked_arguments(self) -> dict:
-        """The arguments without `checked`, which is no setting: the digest of the rest is the
-        validation's, whose result is reused."""
-        args = super().checked_arguments()
-        self.checked = args.pop("checked")
-        return args
-
     def switched_off(self) -> str:
         return self.SWITCHED_OFF
 
     def verify(self, values: dict) -> list[str]:
-        earlier = self.checked
+        earlier = self.reading["checked"]
         if earlier.get("versions") and not earlier.get("failed"):
             self.versions = list(earlier["versions"])
             return [f"checked earlier in this run: {earlier['msg']}"]

@@ -265,16 +265,7 @@ CHECKED_AGAINST = {
 class ActionModule(RoleAction):
     ROLE = "hostcheck"
     SWITCHED_OFF = "hostcheck is neither installed nor run"
-    # Arguments only reading the host uses (hostcheck_plan, hostcheck_verify): kept out of the
-    # digest, so those tasks get validate.yml's result again (wheel_read, for one, is
-    # registered in between).
-    READING: ClassVar[dict] = {}
-    INTERNAL: ClassVar[dict] = {**CHECKED_AGAINST, **READING}
-
-    def checked_arguments(self) -> dict:
-        checked = super().checked_arguments()
-        self.reading = {name: checked.pop(name) for name in self.READING}
-        return checked
+    INTERNAL: ClassVar[dict] = CHECKED_AGAINST
 
     def read_host(self) -> dict:
         """The hostcheck_probe module's reading of the host (one round trip)."""

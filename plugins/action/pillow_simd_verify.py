@@ -212,18 +212,12 @@ def read_probe(out: dict, venv: str, host: str) -> dict:
 class ActionModule(Validation):
     VERIFIES = True
     INTERNAL: ClassVar[dict] = {"probe_run": {"type": "dict", "default": {}}}
-
-    def checked_arguments(self) -> dict:
-        """The arguments without probe_run, which is no input of the validation: the digest of
-        the rest matches pillow_simd_validate's, whose result is then reused."""
-        args = super().checked_arguments()
-        self.probe_run = args.pop("probe_run")
-        return args
+    READING = INTERNAL
 
     def verify(self, values: dict) -> list[str]:
         if values["skip_reason"]:
             return [f"pillow_simd: not verified on {self.host}: {values['skip_reason']}"]
-        benchmark = benchmark_decision(values["benchmark"], self.probe_run)
+        benchmark = benchmark_decision(values["benchmark"], self.reading["probe_run"])
         measured = benchmark[0]
         argv = [
             "python3", "-", *values["probe_args"], "--runtime", "--hostcheck",

@@ -111,6 +111,10 @@ class RoleAction(ActionBase):
     # Arguments that are the role's own constants (vars/main.yml), not user variables:
     # {name: argument spec}, documented with the others.
     INTERNAL: ClassVar[dict] = {}
+    # Of INTERNAL, the arguments only reading the host uses (results registered later in the
+    # run): kept out of the digest, so such a task gets the validation's result again, and
+    # given as self.reading.
+    READING: ClassVar[dict] = {}
 
     def validate(self) -> dict:
         """The role's checks of self.args; raise Invalid. Returns what the role's tasks use."""
@@ -134,6 +138,7 @@ class RoleAction(ActionBase):
         try:
             self.args = self.checked_arguments()
             earlier = self.args.pop("validated")
+            self.reading = {name: self.args.pop(name) for name in self.READING}
             digest = hashlib.sha256(
                 json.dumps(self.args, sort_keys=True, default=str).encode()
             ).hexdigest()
