@@ -31,11 +31,11 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging impo
     dataset_staging_human,
     dataset_staging_settings,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules.dataset_stage import (
     StagingError,
     stage,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,

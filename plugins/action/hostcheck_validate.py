@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ansible.plugins.filter.core import to_nice_yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
     nvidia_driver_packages,
     nvidia_driver_settings,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import RoleAction
 
 # The nvidia_driver_settings filter's keys and the variables they come from.

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import ulimits_conf_value
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

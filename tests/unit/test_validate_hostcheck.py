@@ -251,7 +251,9 @@ def test_hostcheck_schema_judges_the_config_from_the_checkout():
 
 
 def test_numbers_keep_the_filter_message():
-    from ansible_collections.hostcheck.gpu_hosts.plugins.filter.numbers import numbers_in_range
+    from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import (
+        numbers_in_range,
+    )
 
     ranges = ROLE_VARS["__hostcheck_number_ranges"]
     with pytest.raises(AnsibleFilterError, match=r"^hostcheck_timer_randomized_delay_sec: a whole"):
