@@ -27,25 +27,20 @@ from dataclasses import dataclass, field
 from typing import Callable, Union
 
 from hostcheck._shared import limits_text as shared_limits
-from hostcheck._shared.limits_text import PROC_NAMES, PamModule, pam_modules  # noqa: F401
+from hostcheck._shared.limits_text import (  # noqa: F401
+    ITEMS,
+    KINDS,
+    PROC_NAMES,
+    SYSTEMD_NAMES,
+    PamModule,
+    pam_modules,
+    systemd_property,
+)
 from hostcheck.units import UNLIMITED, format_limit
 
 Limit = Union[int, float]  # an int, or UNLIMITED
 
-ITEMS = ("nofile", "memlock", "nproc")
-KINDS = ("soft", "hard")
-
 PROC_UNITS = {"nofile": "files", "memlock": "bytes", "nproc": "processes"}
-
-# limits.conf items whose values are KiB (pam_limits multiplies them by 1024).
-KIB_ITEMS = frozenset({"fsize", "data", "stack", "core", "rss", "memlock", "as"})
-RLIMIT_ITEMS = frozenset(
-    {
-        "cpu", "fsize", "data", "stack", "core", "rss", "nproc", "nofile", "memlock", "as",
-        "locks", "sigpending", "msgqueue", "nice", "rtprio", "rttime",
-    }
-)  # fmt: skip
-RLIM_INFINITY = shared_limits.RLIM_INFINITY
 
 # Strength of a limits.conf entry, as pam_limits ranks them (lower wins).
 USER, GROUP, ALLGROUP, ALL, DEFAULT = 0, 1, 2, 3, 4
@@ -106,46 +101,25 @@ class LimitsLine:
 
 
 def parse_limits_conf(text: str, path: str = "limits.conf") -> list[LimitsLine]:
-    """The lines pam_limits would act on, split as pam_limits splits them. Lines with three
-    fields, or two fields other than `<domain> -`, are skipped (pam_limits logs them)."""
-    found = []
-    for lineno, raw in enumerate(text.split("\n"), start=1):
-        line = raw.lstrip(" \t\n\v\f\r").split("#", 1)[0]
-        fields = [f for f in re.split(r"[ \t]+", line) if f]
-        if not fields:
-            continue
-        if len(fields) >= 4:
-            value = re.split(r"[ \t]+", line.strip(" \t"), maxsplit=3)[3].strip(" \t")
-            found.append(
-                LimitsLine(
-                    path, lineno, fields[0], fields[1].lower(), fields[2].lower(), value.lower()
-                )
-            )
-        elif len(fields) == 2 and fields[1].startswith("-"):
-            found.append(LimitsLine(path, lineno, fields[0], fields[1].lower()))
-    return found
+    """The lines pam_limits would act on, split and lowercased as pam_limits does. Lines with
+    three fields, or two fields other than `<domain> -`, are skipped (pam_limits logs them)."""
+    return [
+        LimitsLine(
+            path,
+            entry.lineno,
+            entry.domain,
+            entry.type.lower(),
+            entry.item and entry.item.lower(),
+            entry.value and entry.value.lower(),
+        )
+        for entry in shared_limits.limits_conf_entries(text)
+    ]
 
 
 def parse_conf_value(item: str, text: str, nr_open: int | None = None) -> Limit | None:
     """The rlimit a limits.conf value sets, in the kernel's unit (bytes for memlock);
     None for a value pam_limits rejects."""
-    if item not in RLIMIT_ITEMS:
-        return None
-    if item != "nice" and text in ("-1", "-", "unlimited", "infinity"):
-        if item == "nofile" and nr_open is not None:
-            return nr_open
-        return UNLIMITED
-    match = re.match(r"^[ \t\n\v\f\r]*\+?(\d+)", text)
-    if not match:
-        return None
-    value = int(match.group(1))
-    if value >= RLIM_INFINITY:
-        return UNLIMITED
-    if item in KIB_ITEMS:
-        return UNLIMITED if value >= RLIM_INFINITY // 1024 else value * 1024
-    if item == "cpu":
-        return UNLIMITED if value >= RLIM_INFINITY // 60 else value * 60
-    return value
+    return shared_limits.conf_value_rlimit(item, text, UNLIMITED, nr_open)
 
 
 @dataclass(frozen=True)
@@ -299,14 +273,6 @@ def uses_pam_limits(modules: Iterable[PamModule]) -> PamModule | None:
 
 
 # --- systemd ------------------------------------------------------------------------------------
-
-SYSTEMD_NAMES = {"nofile": "NOFILE", "memlock": "MEMLOCK", "nproc": "NPROC"}
-
-
-def systemd_property(item: str, kind: str) -> str:
-    """The org.freedesktop.systemd1.Manager property: DefaultLimitNOFILE is the hard
-    limit, DefaultLimitNOFILESoft the soft one."""
-    return f"DefaultLimit{SYSTEMD_NAMES[item]}" + ("Soft" if kind == "soft" else "")
 
 
 def parse_systemctl_show(text: str) -> dict[str, Limit]:

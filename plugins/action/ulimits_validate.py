@@ -21,9 +21,12 @@ import os
 import re
 from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
-    ITEMS,
-    KINDS,
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.limits_text import ITEMS, KINDS
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    Invalid,
+    RoleAction,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     ulimits_cap_sys_resource,
     ulimits_conf_value,
     ulimits_entries,
@@ -32,10 +35,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     ulimits_plan,
     ulimits_proc_limits,
     ulimits_systemd_dropin,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
-    Invalid,
-    RoleAction,
 )
 
 # A user name, a @group name, or '*'.

@@ -21,8 +21,13 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate imp
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate import (
     ActionModule as Validation,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
-    SYSTEMD_NAMES,
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.limits_text import (
+    ITEMS,
+    KINDS,
+    systemd_property,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     ulimits_conf_entries,
     ulimits_entries,
     ulimits_login_mismatches,
@@ -30,10 +35,9 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
     ulimits_systemd_expected,
     ulimits_systemd_lines,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 # The manager's properties systemd gives new services from our drop-in.
-SHOWN = [f"DefaultLimit{name}{kind}" for name in SYSTEMD_NAMES.values() for kind in ("", "Soft")]
+SHOWN = [systemd_property(item, kind) for item in ITEMS for kind in reversed(KINDS)]
 
 
 def login_users(users: list) -> list[str]:

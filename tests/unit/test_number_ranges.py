@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import ulimits_conf_value
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
+    ulimits_conf_value,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 ROLES = sorted(p.name for p in (REPO / "roles").iterdir())
-# Variables that take a number or a word ('unlimited'); their checker is the ulimits filter.
+# Variables that take a number or a word ('unlimited'); plugin_utils/ulimits_rules.py checks them.
 ULIMITS = [f"ulimits_{item}_{kind}" for item in ("nofile", "memlock", "nproc")
            for kind in ("soft", "hard")]  # fmt: skip
 

@@ -1,5 +1,5 @@
-"""One reading of /proc/<pid>/limits, PAM session stacks and `systemctl show`
-(plugins/module_utils/limits_text.py): the ulimits role's filters (the hard ceiling, the
+"""One reading of /proc/<pid>/limits, limits.conf, PAM session stacks and `systemctl show`
+(plugins/module_utils/limits_text.py): the ulimits role's actions (the hard ceiling, the
 pam_limits state, the systemd defaults) and hostcheck's ulimits check get the same values from
 the same text, each with its own spelling of "unlimited"."""
 
@@ -8,10 +8,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import limits_text
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     RLIM_INFINITY,
+    ulimits_conf_entries,
+    ulimits_conf_value,
     ulimits_pam_limits,
     ulimits_proc_limits,
+    ulimits_rlimit,
     ulimits_systemctl_show,
 )
 
@@ -43,6 +49,68 @@ def test_the_role_and_hostcheck_read_the_same_limits():
     }
     assert as_role == role
     assert lim.parse_proc_limits(PROC)["Max nice priority"] == (0, 0)
+
+
+NR_OPEN = 1048576
+# A hand-edited limits.conf: case, blanks, a comment, a `<domain> -` line, a line of three
+# fields, a value of two words and a CRLF line end.
+LIMITS_CONF = (
+    "  *\tSOFT\tNoFile\t16384  # a hand edit\nalice -\nbob soft nofile\n"
+    "@gpu hard nofile 20000  4096\r\n"
+)
+
+
+def test_the_role_and_hostcheck_split_limits_conf_alike():
+    """As pam_limits (Linux-PAM 1.5) splits a line: fields at spaces and tabs, the value is the
+    rest of the line, only a newline ends it. The role keeps the fields as written (limits.yml
+    removes a key's lines by matching it so); hostcheck lowercases them as pam_limits does."""
+    assert ulimits_conf_entries(LIMITS_CONF) == [
+        ["*", "SOFT", "NoFile", "16384"],
+        ["@gpu", "hard", "nofile", "20000  4096\r"],
+    ]
+    lines = lim.parse_limits_conf(LIMITS_CONF, "f")
+    assert [(line.lineno, line.domain, line.type, line.item, line.value) for line in lines] == [
+        (1, "*", "soft", "nofile", "16384"),
+        (2, "alice", "-", None, None),
+        (4, "@gpu", "hard", "nofile", "20000  4096\r"),
+    ]
+    assert lim.parse_conf_value("nofile", lines[2].value) == 20000
+
+
+@pytest.mark.parametrize(
+    ("item", "text", "expected"),
+    [
+        ("nproc", "-1", UNLIMITED),
+        ("nproc", "-", UNLIMITED),
+        ("memlock", "unlimited", UNLIMITED),
+        ("nofile", "infinity", NR_OPEN),  # pam_limits' no limit for nofile is fs.nr_open
+        ("nofile", "+4096", 4096),  # pam_limits reads numbers with strtoul, which takes a '+'
+        ("memlock", "+8", 8192),  # KiB
+        ("cpu", "2", 120),  # minutes
+        ("nofile", "4096 files", 4096),  # strtoul stops at the first non-digit
+        ("nofile", str(2**64), UNLIMITED),
+        ("nice", "-1", None),  # -1 is no "unlimited" for nice (nor for priority)
+        ("nofile", "-5", None),
+        ("nofile", "lots", None),
+        ("maxlogins", "4", None),  # not an rlimit
+    ],
+)
+def test_limits_conf_values_as_pam_limits_reads_them(item, text, expected):
+    assert limits_text.conf_value_rlimit(item, text, UNLIMITED, NR_OPEN) == expected
+    assert lim.parse_conf_value(item, text, NR_OPEN) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "why"), [("-1", "must not be negative"), ("+4096", "expected a positive whole")]
+)
+def test_the_variables_refuse_signs_that_limits_conf_takes(text, why):
+    """limits.conf takes -1 (no limit) and +4096; the role's variables take neither (a sign
+    there is a typo more often than a wish), and the role writes 'unlimited' or digits only."""
+    assert lim.parse_conf_value("nofile", text, NR_OPEN) is not None
+    with pytest.raises(AnsibleFilterError, match=rf"^ulimits_nofile_soft: {why}"):
+        ulimits_conf_value(text, "ulimits_nofile_soft", "nofile")
+    with pytest.raises(AnsibleFilterError, match=r"^not a limits\.conf value for nofile"):
+        ulimits_rlimit(text, "nofile", NR_OPEN)
 
 
 PAM = {
@@ -89,8 +157,8 @@ def test_the_role_and_hostcheck_read_systemctl_show_alike():
 
 
 def test_one_file_serves_both():
-    from ansible_collections.hostcheck.gpu_hosts.plugins.filter import ulimits as role_filters
+    from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils import ulimits_rules
     from hostcheck._shared import limits_text as packaged
 
-    assert Path(role_filters.limits_text.__file__).resolve() == Path(packaged.__file__).resolve()
+    assert Path(ulimits_rules.limits_text.__file__).resolve() == Path(packaged.__file__).resolve()
     assert lim.shared_limits is packaged

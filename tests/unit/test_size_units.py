@@ -9,7 +9,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import _chunk_kib
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import ulimits_conf_value
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
+    ulimits_conf_value,
+)
 
 from hostcheck import units
 from hostcheck.config import load_profile

@@ -16,11 +16,11 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate imp
     root_note,
     ulimits_conf,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     ulimits_entries,
     ulimits_systemd_dropin,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.role_validation import validate
 

@@ -10,12 +10,12 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_verify impor
     login_users,
     verify_limits,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     ulimits_entries,
     ulimits_systemd_dropin,
     ulimits_systemd_expected,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 LIMITS_FILE = "/etc/security/limits.d/90-hostcheck-training.conf"
 DROPIN = "/etc/systemd/system.conf.d/90-hostcheck-training.conf"

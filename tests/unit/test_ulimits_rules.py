@@ -1,7 +1,7 @@
-"""The ulimits role's filters and files, including the parts that cannot run in the sandbox:
-the RHEL PAM stacks (authselect's system-auth / password-auth) and the systemd drop-in,
-made as the role writes it and read back with hostcheck's parsers, so the role writes what
-hostcheck's ulimits check reads."""
+"""The ulimits role's rules (plugins/plugin_utils/ulimits_rules.py) and files, including the
+parts that cannot run in the sandbox: the RHEL PAM stacks (authselect's system-auth /
+password-auth) and the systemd drop-in, made as the role writes it and read back with
+hostcheck's parsers, so the role writes what hostcheck's ulimits check reads."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     RLIM_INFINITY,
     ulimits_cap_sys_resource,
     ulimits_conf_entries,

@@ -1,25 +1,9 @@
-"""Resource limits in the ulimits role: values checked strictly, translated for limits.conf,
-for systemd and for the kernel, and the PAM session stacks read as pam_limits sees them.
-
-{{ ulimits_memlock_soft | ulimits_conf_value('ulimits_memlock_soft', 'memlock') }}
-    the limits.conf value ('8192' KiB, 'unlimited'), or an error naming the variable
-{{ '8192' | ulimits_rlimit('memlock', nr_open) }}      what the kernel gets (bytes; nofile
-    'unlimited' is fs.nr_open, as pam_limits does; no limit is RLIM_INFINITY)
-{{ '8192' | ulimits_systemd_value('memlock', nr_open) }}  the same for system.conf ('8388608')
-{{ conf | ulimits_host_problems(raw, nr_open, pid1, may_raise) }}  why pam_limits could not
-    apply the values here, one message per problem naming the variable
-{{ proc_text | ulimits_proc_limits }}                  {item: {soft, hard}} of /proc/<pid>/limits
-{{ grep_text | ulimits_grep_files }}                   {path: text} of `grep -RsH '' PATH...`
-{{ status_text | ulimits_cap_sys_resource }}          CAP_SYS_RESOURCE effective?
-{{ grep_text | ulimits_pam_limits(services) }}         {service: present|missing|absent}
-{{ users | ulimits_entries(conf) }}                   [[domain, type, item, value], ...] to write
-{{ file_text | ulimits_conf_entries }}                 the same, read from a limits file
-{{ file_text | ulimits_plan(entries) }}                {remove: [keys], set: [entries]}
-{{ proc_text | ulimits_login_mismatches(conf, nr_open) }}  ['nofile soft: has 1024, wanted ...']
-{{ conf | ulimits_systemd_expected(nr_open) }}         {DefaultLimitNOFILE: .., ...Soft: ..}
-{{ conf | ulimits_systemd_lines(nr_open) }}            ['DefaultLimitNOFILE=65536:1048576', ..]
-{{ conf | ulimits_systemd_dropin(nr_open) }}           the text of the system.conf.d drop-in
-{{ show_text | ulimits_systemctl_show }}               the same, read from systemctl show
+"""The ulimits role's rules, for its validate and verify actions: the variables' values checked
+strictly and translated for limits.conf, for systemd and for the kernel; what pam_limits could
+not apply on a host; the PAM session stacks as pam_limits sees them; our limits.d file read,
+planned and compared; logins' /proc/self/limits and the manager's DefaultLimit* compared with
+the values. limits.conf, /proc/<pid>/limits, PAM stacks and `systemctl show` are read by
+plugins/module_utils/limits_text.py, as hostcheck reads them.
 """
 
 from __future__ import annotations
@@ -29,12 +13,16 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import limits_text
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.limits_text import (
+    ITEMS,
+    KINDS,
+    systemd_property,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
 
-ITEMS = ("nofile", "memlock", "nproc")
 RLIM_INFINITY = limits_text.RLIM_INFINITY
-# No limit, as limits.conf and systemd spell it; -1 is refused (a negative number is a typo
-# more often than a wish), so is anything else with a sign.
+# No limit, as the variables may spell it; -1, which limits.conf also takes, is refused (a
+# negative number is a typo more often than a wish), so is anything else with a sign.
 UNLIMITED_WORDS = ("unlimited", "infinity")
 # Far above any real limit and below every overflow: pam_limits multiplies memlock by 1024.
 MAX_VALUE = 2**53
@@ -96,19 +84,18 @@ def _memlock_kib(text: str, name: str, value: object) -> int:
 
 
 def ulimits_rlimit(conf_value: object, item: str, nr_open: object = None) -> int:
-    """The rlimit pam_limits sets from a limits.conf value (kernel units: bytes for memlock).
-    'unlimited' is RLIM_INFINITY, except nofile, where pam_limits uses fs.nr_open."""
+    """The rlimit pam_limits sets from a limits.conf value as ulimits_conf_value writes it
+    (kernel units: bytes for memlock). 'unlimited' is RLIM_INFINITY, except nofile, where
+    pam_limits uses fs.nr_open."""
     text = str(conf_value)
-    if text == "unlimited":
-        if item == "nofile":
-            try:
-                return int(str(nr_open))
-            except ValueError:
-                raise AnsibleFilterError(f"fs.nr_open not known ({nr_open!r})") from None
-        return RLIM_INFINITY
-    if not _INT.match(text):
+    if text != "unlimited" and not _INT.match(text):
         raise AnsibleFilterError(f"not a limits.conf value for {item}: {conf_value!r}")
-    return int(text) * (1024 if item == "memlock" else 1)
+    if text == "unlimited" and item == "nofile":
+        try:
+            nr_open = int(str(nr_open))
+        except ValueError:
+            raise AnsibleFilterError(f"fs.nr_open not known ({nr_open!r})") from None
+    return limits_text.conf_value_rlimit(item, text, RLIM_INFINITY, nr_open)
 
 
 def ulimits_systemd_value(conf_value: object, item: str, nr_open: object = None) -> str:
@@ -215,9 +202,6 @@ def ulimits_pam_limits(grep_text: object, services: list) -> dict[str, str]:
     return state
 
 
-KINDS = ("soft", "hard")
-
-
 def ulimits_entries(users: list, conf: dict) -> list[list[str]]:
     """The limits.conf entries for `users`: [domain, type, item, value], soft and hard lines
     of every item (never `-`: when a stronger entry holds the soft half, pam_limits drops
@@ -231,13 +215,13 @@ def ulimits_entries(users: list, conf: dict) -> list[list[str]]:
 
 
 def ulimits_conf_entries(text: object) -> list[list[str]]:
-    """[domain, type, item, value] of every entry of a limits.conf file, in file order."""
-    entries = []
-    for raw in str(text or "").splitlines():
-        fields = raw.split("#", 1)[0].split()
-        if len(fields) >= 4:
-            entries.append([*fields[:3], " ".join(fields[3:])])
-    return entries
+    """[domain, type, item, value] of every entry of a limits.conf file, in file order, as
+    written: limits.yml removes the lines of a key by matching it as written."""
+    return [
+        [entry.domain, entry.type, entry.item, entry.value]
+        for entry in limits_text.limits_conf_entries(str(text or ""))
+        if entry.item is not None
+    ]
 
 
 def ulimits_plan(text: object, wanted: list) -> dict[str, list[list[str]]]:
@@ -280,7 +264,6 @@ def ulimits_login_mismatches(proc_text: object, conf: dict, nr_open: object) -> 
     return found
 
 
-SYSTEMD_NAMES = {"nofile": "NOFILE", "memlock": "MEMLOCK", "nproc": "NPROC"}
 DROPIN_HEAD = [
     "# Managed by Ansible (role ulimits): the limits of systemd services (limits.conf is for",
     "# PAM logins only). Applied by systemctl daemon-reexec; a running service keeps its limits",
@@ -292,18 +275,17 @@ DROPIN_HEAD = [
 def ulimits_systemd_expected(conf: dict, nr_open: object) -> dict[str, str]:
     """{"DefaultLimitNOFILE": hard, "DefaultLimitNOFILESoft": soft, ...} as `systemctl show`
     prints them (numbers, memlock in bytes, or infinity)."""
-    expected = {}
-    for item in ITEMS:
-        name = f"DefaultLimit{SYSTEMD_NAMES[item]}"
-        expected[name] = ulimits_systemd_value(conf[item]["hard"], item, nr_open)
-        expected[name + "Soft"] = ulimits_systemd_value(conf[item]["soft"], item, nr_open)
-    return expected
+    return {
+        systemd_property(item, kind): ulimits_systemd_value(conf[item][kind], item, nr_open)
+        for item in ITEMS
+        for kind in reversed(KINDS)
+    }
 
 
 def ulimits_systemd_lines(conf: dict, nr_open: object) -> list[str]:
     """The [Manager] lines of our system.conf.d drop-in: DefaultLimitNOFILE=soft:hard ..."""
     return [
-        f"DefaultLimit{SYSTEMD_NAMES[item]}="
+        f"{systemd_property(item, 'hard')}="
         + ":".join(ulimits_systemd_value(conf[item][kind], item, nr_open) for kind in KINDS)
         for item in ITEMS
     ]
@@ -321,25 +303,3 @@ def ulimits_systemctl_show(text: object) -> dict[str, str]:
     return {
         key: "infinity" if value == RLIM_INFINITY else str(value) for key, value in shown.items()
     }
-
-
-class FilterModule:
-    def filters(self):
-        return {
-            "ulimits_conf_value": ulimits_conf_value,
-            "ulimits_rlimit": ulimits_rlimit,
-            "ulimits_systemd_value": ulimits_systemd_value,
-            "ulimits_proc_limits": ulimits_proc_limits,
-            "ulimits_host_problems": ulimits_host_problems,
-            "ulimits_grep_files": ulimits_grep_files,
-            "ulimits_cap_sys_resource": ulimits_cap_sys_resource,
-            "ulimits_pam_limits": ulimits_pam_limits,
-            "ulimits_entries": ulimits_entries,
-            "ulimits_conf_entries": ulimits_conf_entries,
-            "ulimits_plan": ulimits_plan,
-            "ulimits_login_mismatches": ulimits_login_mismatches,
-            "ulimits_systemd_expected": ulimits_systemd_expected,
-            "ulimits_systemd_lines": ulimits_systemd_lines,
-            "ulimits_systemd_dropin": ulimits_systemd_dropin,
-            "ulimits_systemctl_show": ulimits_systemctl_show,
-        }
