@@ -11,7 +11,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import 
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import _chunk_kib
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import ulimits_conf_value
 
-from hostcheck import units
+from hostcheck._shared.sizes import parse_size
 from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
 
@@ -34,7 +34,7 @@ WRITTEN = {
 
 def profile_bytes(text: str) -> int:
     profile = load_profile("default", profile_schema(), assignments=[f"shm.min_free={text}"])
-    return units.parse_size(profile.values["checks"]["shm"]["min_free"])
+    return parse_size(profile.values["checks"]["shm"]["min_free"])
 
 
 def memlock_bytes(text: str) -> int | None:
@@ -53,7 +53,7 @@ def chunk_bytes(text: str) -> int | None:
 
 PLACES = {
     "hostcheck profile (shm.min_free)": profile_bytes,
-    "hostcheck --batch-bytes and profiles (units.parse_size)": units.parse_size,
+    "hostcheck --batch-bytes and profiles (parse_size)": parse_size,
     "shm_size (as tmpfs size=)": lambda text: int(shm_values(text, [])["option"]),
     "ulimits memlock": memlock_bytes,
     "dataset_staging_raid_chunk": chunk_bytes,
