@@ -8,8 +8,11 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import _chunk_kib
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.ulimits import ulimits_conf_value
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
+    _chunk_kib,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from hostcheck._shared.sizes import parse_size
 from hostcheck.config import load_profile
@@ -47,7 +50,7 @@ def memlock_bytes(text: str) -> int | None:
 def chunk_bytes(text: str) -> int | None:
     try:
         return _chunk_kib(text) * 1024
-    except AnsibleFilterError:
+    except Invalid:
         return None
 
 
