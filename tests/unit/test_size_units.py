@@ -13,8 +13,8 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_stagin
     _chunk_kib,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
-
 from hostcheck._shared.sizes import parse_size
+
 from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
 

@@ -1,11 +1,11 @@
 import math
 
 import pytest
+from hostcheck._shared.sizes import format_size, parse_size, tmpfs_size_option
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hostcheck import units
-from hostcheck._shared.sizes import format_size, parse_size, tmpfs_size_option
 
 
 @pytest.mark.parametrize(
