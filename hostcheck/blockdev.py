@@ -13,8 +13,8 @@ import posixpath
 import re
 from dataclasses import asdict, dataclass, field
 
+from hostcheck._shared.sizes import format_size
 from hostcheck.system import System
-from hostcheck.units import format_size
 
 SECTOR = 512  # sysfs `size` is always in 512-byte sectors, whatever the logical block size
 MAX_DEPTH = 16  # a device stack deeper than this is a loop in the fixture, not a real host

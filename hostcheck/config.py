@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import units
+from hostcheck._shared.sizes import parse_size
 
 PROFILE_NAMES = ("default", "gpu-node", "quick")
 
@@ -27,7 +28,7 @@ class ConfigError(Exception):
 
 # The value formats of the schema, each read by the parser the checks use.
 FORMAT_PARSERS = {
-    "size": units.parse_size,
+    "size": parse_size,
     "size-or-percent": units.parse_size_spec,
     "limit": units.parse_limit,
     "size-or-unlimited": units.parse_size_or_unlimited,

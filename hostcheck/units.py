@@ -1,15 +1,19 @@
-"""Sizes and limits as people write them: 64MiB, 1.5G, 50%, unlimited. The meaning of each unit
-is plugins/module_utils/sizes.py's (hostcheck._shared.sizes), shared with the roles."""
+"""Sizes and limits as people write them: 64MiB, 1.5G, 50%, unlimited. What a size, a percentage
+of RAM and a tmpfs size mean, and how a size is shown, is plugins/module_utils/sizes.py's
+(hostcheck._shared.sizes), shared with the roles."""
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
-from hostcheck._shared.sizes import parse_size, tmpfs_percent_bytes, tmpfs_size_bytes
-
-_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+from hostcheck._shared.sizes import (
+    format_size,
+    parse_size,
+    ram_percent,
+    tmpfs_percent_bytes,
+    tmpfs_size_bytes,
+)
 
 UNLIMITED = math.inf
 
@@ -35,27 +39,11 @@ class SizeSpec:
 
 
 def parse_size_spec(value: object) -> SizeSpec:
-    if isinstance(value, str):
-        match = _PERCENT.match(value)
-        if match:
-            percent = float(match.group(1))
-            if not 0 < percent <= 100:
-                raise ValueError(f"percentage must be in (0, 100]: {value!r}")
-            return SizeSpec(percent=percent)
+    """A threshold for a tmpfs: a size, or a percentage of RAM that may have a fraction."""
+    percent = ram_percent(value, whole=False)
+    if percent is not None:
+        return SizeSpec(percent=float(percent))
     return SizeSpec(bytes=parse_size(value))
-
-
-def format_size(num: float) -> str:
-    """Binary units, three significant digits: 64.0 MiB, 11.8 GiB."""
-    if num == UNLIMITED:
-        return "unlimited"
-    sign = "-" if num < 0 else ""
-    num = abs(num)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if num < 1024 or unit == "TiB":
-            return f"{sign}{num:.0f} {unit}" if unit == "B" else f"{sign}{num:.1f} {unit}"
-        num /= 1024
-    raise AssertionError("unreachable")
 
 
 def format_rate(bytes_per_second: float) -> str:

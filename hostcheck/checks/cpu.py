@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from hostcheck import config as c
-from hostcheck import units
+from hostcheck._shared.sizes import format_size, parse_size
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.mounts import unescape
@@ -427,14 +427,14 @@ def run_memory(ctx: CheckContext) -> CheckResult:
     swaps = parse_swaps(system.read("/proc/swaps") or "")
     gpus = nvidia_gpus(system)
 
-    min_ram = units.parse_size(cfg["min_ram"]) if cfg["min_ram"] is not None else None
+    min_ram = parse_size(cfg["min_ram"]) if cfg["min_ram"] is not None else None
     findings = [
         Finding(
             "ram",
             Status.PASS if min_ram is None or ram >= min_ram else Status.FAIL,
             ram,
-            f">= {units.format_size(min_ram)}" if min_ram is not None else "",
-            units.format_size(ram),
+            f">= {format_size(min_ram)}" if min_ram is not None else "",
+            format_size(ram),
             "/proc/meminfo MemTotal",
             "a host sizing issue; no role variable adds RAM: use a larger host",
         )
@@ -442,14 +442,14 @@ def run_memory(ctx: CheckContext) -> CheckResult:
     per_gpu_min = cfg["min_ram_per_gpu"]
     if gpus:
         per_gpu = ram // len(gpus)
-        wanted = units.parse_size(per_gpu_min) if per_gpu_min is not None else None
+        wanted = parse_size(per_gpu_min) if per_gpu_min is not None else None
         findings.append(
             Finding(
                 "ram per gpu",
                 Status.PASS if wanted is None or per_gpu >= wanted else Status.FAIL,
                 per_gpu,
-                f">= {units.format_size(wanted)}" if wanted is not None else "",
-                f"{units.format_size(per_gpu)} ({len(gpus)} GPUs)",
+                f">= {format_size(wanted)}" if wanted is not None else "",
+                f"{format_size(per_gpu)} ({len(gpus)} GPUs)",
                 "/proc/meminfo MemTotal and /sys/bus/pci/devices/*/{vendor,class}",
                 "a host sizing issue; no role variable adds RAM: fewer GPUs per host, "
                 "or fewer DataLoader workers per rank",
@@ -477,20 +477,20 @@ def run_memory(ctx: CheckContext) -> CheckResult:
             Status.PASS if cfg["allow_swap"] or swap_total == 0 else Status.FAIL,
             swap_total,
             "any" if cfg["allow_swap"] else "none",
-            f"{units.format_size(swap_total)} ({devices})",
+            f"{format_size(swap_total)} ({devices})",
             "/proc/meminfo SwapTotal, /proc/swaps",
             swap_fix,
         )
     )
     max_used = cfg["max_swap_used"]
-    max_used_bytes = units.parse_size(max_used) if max_used is not None else None
+    max_used_bytes = parse_size(max_used) if max_used is not None else None
     findings.append(
         Finding(
             "swap used",
             Status.PASS if max_used_bytes is None or swap_used <= max_used_bytes else Status.WARN,
             swap_used,
-            f"<= {units.format_size(max_used_bytes)}" if max_used_bytes is not None else "",
-            units.format_size(swap_used),
+            f"<= {format_size(max_used_bytes)}" if max_used_bytes is not None else "",
+            format_size(swap_used),
             "/proc/meminfo SwapTotal - SwapFree",
             "memory pressure pushed pages to swap: find what uses the RAM, or " + swap_fix,
         )
@@ -511,7 +511,7 @@ def run_memory(ctx: CheckContext) -> CheckResult:
         "thp_defrag": next(f.measured for f in findings if f.name == "thp defrag"),
     }
     summary = (
-        f"RAM {units.format_size(ram)}, swap {units.format_size(swap_total)}, "
+        f"RAM {format_size(ram)}, swap {format_size(swap_total)}, "
         f"THP enabled={data['thp_enabled']} defrag={data['thp_defrag']}"
     )
     return CheckResult.from_findings("memory", findings, data, summary=_if_clean(findings, summary))

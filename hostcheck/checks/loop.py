@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck import units
+from hostcheck._shared.sizes import format_size
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.checks.cpu import read_topology, workers_per_rank
 from hostcheck.loop import settings as loop_settings
@@ -136,9 +136,9 @@ def loop_findings(result: Any, settings: loop_settings.LoopSettings, cfg: dict) 
         ),
     ]
     shm_shown = (
-        f"peak {units.format_size(result.shm_peak_bytes)} "
-        f"(workers x prefetch_factor x batch: {units.format_size(result.shm_needed_bytes)}) "
-        f"of {units.format_size(result.shm_size_bytes)}"
+        f"peak {format_size(result.shm_peak_bytes)} "
+        f"(workers x prefetch_factor x batch: {format_size(result.shm_needed_bytes)}) "
+        f"of {format_size(result.shm_size_bytes)}"
     )
     findings.append(
         Finding(
@@ -147,7 +147,7 @@ def loop_findings(result: Any, settings: loop_settings.LoopSettings, cfg: dict) 
             if max(result.shm_peak_bytes, result.shm_needed_bytes) <= result.shm_size_bytes
             else Status.WARN,
             result.shm_peak_bytes,
-            f"<= /dev/shm size {units.format_size(result.shm_size_bytes)}",
+            f"<= /dev/shm size {format_size(result.shm_size_bytes)}",
             shm_shown,
             "statvfs(/dev/shm) sampled every 5 ms",
             "set shm_size (role shm) and run: ansible-playbook site.yml --tags shm",
@@ -169,9 +169,7 @@ def loop_findings(result: Any, settings: loop_settings.LoopSettings, cfg: dict) 
 
 
 def bandwidth_findings(bandwidth: Any, overlap: float | None, cfg: dict) -> list[Finding]:
-    source = (
-        f"{units.format_size(bandwidth.nbytes)} copies, median of {bandwidth.repeats}, CUDA events"
-    )
+    source = f"{format_size(bandwidth.nbytes)} copies, median of {bandwidth.repeats}, CUDA events"
     fraction = bandwidth.link_fraction
     minimum = cfg["min_link_fraction"]
     link = (

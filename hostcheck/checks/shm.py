@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hostcheck import config as c
 from hostcheck import units
+from hostcheck._shared.sizes import format_size, parse_size
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.mounts import mount_for, read_mounts
@@ -31,7 +32,7 @@ def loader_need(loader: dict) -> int | None:
     """Bytes of batches in flight: workers x prefetch_factor x batch bytes, per rank."""
     if not loader.get("workers") or loader.get("batch_bytes") is None:
         return None
-    batch = units.parse_size(loader["batch_bytes"])
+    batch = parse_size(loader["batch_bytes"])
     return loader["workers"] * loader["prefetch_factor"] * batch * loader["ranks"]
 
 
@@ -58,7 +59,7 @@ def run(ctx: CheckContext) -> CheckResult:
     ram = ctx.system.total_memory()
     wanted = units.parse_size_spec(cfg["min_size"])
     min_size = wanted.tmpfs_bytes(ram)
-    min_free = units.parse_size(cfg["min_free"])
+    min_free = parse_size(cfg["min_free"])
     need = loader_need(cfg["loader"])
 
     findings = [
@@ -75,23 +76,23 @@ def run(ctx: CheckContext) -> CheckResult:
             Status.PASS if size >= min_size else Status.FAIL,
             size,
             min_size,
-            display=units.format_size(size),
+            display=format_size(size),
             source="statvfs(/dev/shm)",
-            remedy=f"{FIX} (at least {units.format_size(min_size)})",
+            remedy=f"{FIX} (at least {format_size(min_size)})",
         ),
         Finding(
             "free",
             Status.PASS if free >= min_free else Status.WARN,
             free,
             min_free,
-            display=units.format_size(free),
+            display=format_size(free),
             source="statvfs(/dev/shm)",
             remedy="find what fills /dev/shm (stale DataLoader segments: torch_*), or " + FIX,
         ),
     ]
     of_ram = f" ({wanted})" if wanted.percent is not None else ""
-    findings[1].expected = f">= {units.format_size(min_size)}{of_ram}"
-    findings[2].expected = f">= {units.format_size(min_free)}"
+    findings[1].expected = f">= {format_size(min_size)}{of_ram}"
+    findings[2].expected = f">= {format_size(min_free)}"
     if need is not None:
         enough_size = size >= need
         findings.append(
@@ -101,13 +102,13 @@ def run(ctx: CheckContext) -> CheckResult:
                 if enough_size and free >= need
                 else (Status.WARN if enough_size else Status.FAIL),
                 need,
-                f"<= free {units.format_size(free)}",
-                display=f"{units.format_size(need)} "
+                f"<= free {format_size(free)}",
+                display=f"{format_size(need)} "
                 f"({cfg['loader']['workers']} workers x {cfg['loader']['prefetch_factor']} "
-                f"prefetch x {units.format_size(units.parse_size(cfg['loader']['batch_bytes']))}"
+                f"prefetch x {format_size(parse_size(cfg['loader']['batch_bytes']))}"
                 f" x {cfg['loader']['ranks']} ranks)",
                 source="profile shm.loader",
-                remedy=f"{FIX} (at least {units.format_size(need)}), or lower num_workers",
+                remedy=f"{FIX} (at least {format_size(need)}), or lower num_workers",
             )
         )
     data = {

@@ -6,6 +6,7 @@ import os
 
 from hostcheck import config as c
 from hostcheck import units
+from hostcheck._shared.sizes import format_size, parse_size
 from hostcheck.blockdev import Resolution, host_realpath, resolve_devnum, resolve_name
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
@@ -188,13 +189,13 @@ def rotational_finding(cfg: dict, res: Resolution) -> Finding:
 
 def free_finding(cfg: dict, stat, path: str, mount: Mount) -> Finding:
     free = stat.f_bavail * stat.f_frsize
-    minimum = None if cfg["min_free"] is None else units.parse_size(cfg["min_free"])
+    minimum = None if cfg["min_free"] is None else parse_size(cfg["min_free"])
     return Finding(
         "free",
         Status.WARN if minimum is not None and free < minimum else Status.PASS,
         free,
-        "no threshold" if minimum is None else f">= {units.format_size(minimum)}",
-        display=f"{units.format_size(free)} of {units.format_size(stat.f_blocks * stat.f_frsize)}",
+        "no threshold" if minimum is None else f">= {format_size(minimum)}",
+        display=f"{format_size(free)} of {format_size(stat.f_blocks * stat.f_frsize)}",
         source=f"statvfs({path})",
         remedy=f"free space on {mount.mount_point}, or give the dataset a bigger volume: "
         f"set dataset_staging_devices (role dataset_staging) and run: {RUN}",
@@ -232,15 +233,15 @@ def read_finding(
         return Finding("read throughput", Status.SKIP, None, None, text, source), data
     result = read_files(
         sample.files,
-        units.parse_size(test["max_bytes"]),
-        units.parse_size(test["block_size"]),
+        parse_size(test["max_bytes"]),
+        parse_size(test["block_size"]),
         float(test["max_seconds"]),
     )
     if kind == "memory" and result.no_bypass_reason is None:
         result.no_bypass_reason = "the files live in RAM: there is no disk to read past the cache"
     data.update(result.to_dict())
     wanted = test["min_bytes_per_second"]
-    minimum = None if wanted is None else units.parse_size(wanted)
+    minimum = None if wanted is None else parse_size(wanted)
     expected = "no threshold" if minimum is None else f">= {units.format_rate(minimum)}"
     rate = result.bytes_per_s
     if rate is None:
@@ -256,7 +257,7 @@ def read_finding(
         problems = f"; {result.error_count} files unreadable ({result.errors[0]})"
     stopped = f", stopped by {result.stopped_by}" if result.stopped_by else ""
     display = (
-        f"{units.format_rate(rate)} ({units.format_size(result.bytes)} from {result.files} "
+        f"{units.format_rate(rate)} ({format_size(result.bytes)} from {result.files} "
         f"files in {result.seconds:.2f} s{stopped}; {_cache_note(result, mount, kind)}){problems}"
     )
     remedy = FIX_LOCAL

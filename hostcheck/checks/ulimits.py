@@ -5,6 +5,7 @@ from __future__ import annotations
 from hostcheck import config as c
 from hostcheck import limits as lim
 from hostcheck import units
+from hostcheck._shared.sizes import format_size
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.system import System
@@ -59,7 +60,7 @@ def minimums(cfg: dict) -> dict[tuple[str, str], lim.Limit | None]:
 
 def show(item: str, value: lim.Limit) -> str:
     if item == "memlock" and value != units.UNLIMITED:
-        return units.format_size(value)
+        return format_size(value)
     return lim.limit_text(value)
 
 

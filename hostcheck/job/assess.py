@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from hostcheck import units
+from hostcheck._shared.sizes import format_size
 from hostcheck.job.runner import JobRun
 from hostcheck.model import CheckResult, Finding, Status
 
@@ -159,8 +159,8 @@ def ending_check(run: JobRun) -> CheckResult:
                 "/dev/shm peak",
                 Status.WARN if high else Status.PASS,
                 peak,
-                f"<= {SHM_WARN_FRACTION:.0%} of {units.format_size(size)}",
-                display=f"{units.format_size(peak)} of {units.format_size(size)}",
+                f"<= {SHM_WARN_FRACTION:.0%} of {format_size(size)}",
+                display=f"{format_size(peak)} of {format_size(size)}",
                 remedy="raise /dev/shm (role variable shm_size)" if high else "",
             )
         )

@@ -110,7 +110,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
     from rich.console import Console
     from rich.text import Text
 
-    from hostcheck import units
+    from hostcheck._shared.sizes import format_size
     from hostcheck.checks.base import RunOptions
     from hostcheck.job import assess, runner
     from hostcheck.model import Status
@@ -157,9 +157,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
             )
         )
     if job.shm_peak_bytes is not None:
-        console.print(
-            Text(f"/dev/shm peak during the job: {units.format_size(job.shm_peak_bytes)}")
-        )
+        console.print(Text(f"/dev/shm peak during the job: {format_size(job.shm_peak_bytes)}"))
     if job.exit_status:
         console.print(Text(f"exit status {job.exit_status}: the job's own"))
     from hostcheck.report.writers import write_report

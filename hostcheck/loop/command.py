@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from hostcheck import units
+from hostcheck._shared.sizes import format_size, parse_size
 from hostcheck.checks import loop as loop_check
 from hostcheck.loop import theory
 from hostcheck.loop.settings import LoopSettings
@@ -81,7 +81,7 @@ def run_once(
         from hostcheck.loop import bandwidth as loop_bandwidth
 
         bw = loop_bandwidth.measure(
-            device.index, units.parse_size(section["bandwidth_bytes"]), section["bandwidth_repeats"]
+            device.index, parse_size(section["bandwidth_bytes"]), section["bandwidth_repeats"]
         )
     elif not device.is_cuda:
         note = "no CUDA GPU: host-to-device bandwidth not measured"
@@ -122,7 +122,7 @@ def sweep_table(rows: list[Any], can_pin: bool) -> Table:
             "" if row.failure else f"{row.data_wait_fraction:.1%}",
             "" if row.failure else f"{row.step_s * 1000:.1f}",
             f"{row.worker_cpu_cores:.2f}",
-            units.format_size(row.shm_peak_bytes).replace(" ", ""),
+            format_size(row.shm_peak_bytes).replace(" ", ""),
             shown_startup,
         ]
         table.add_row(*cells)
@@ -196,7 +196,7 @@ def run_sweep(
     )
     lines.append(
         f"  {rec.samples_per_s:.0f} samples/s (best {rec.best_samples_per_s:.0f}), data-wait "
-        f"{rec.data_wait_fraction:.1%}; /dev/shm needs about {units.format_size(rec.shm_bytes)} "
+        f"{rec.data_wait_fraction:.1%}; /dev/shm needs about {format_size(rec.shm_bytes)} "
         "per rank: shm_size (role shm) at least that times the ranks per host"
     )
     lines += [f"  - {reason}" for reason in rec.reasons]
@@ -226,7 +226,7 @@ def run_sweep(
         from hostcheck.loop import bandwidth as loop_bandwidth
 
         bw = loop_bandwidth.measure(
-            device.index, units.parse_size(section["bandwidth_bytes"]), section["bandwidth_repeats"]
+            device.index, parse_size(section["bandwidth_bytes"]), section["bandwidth_repeats"]
         )
     else:
         note = "no CUDA GPU: host-to-device bandwidth not measured"

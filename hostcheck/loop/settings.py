@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from hostcheck import config as c
-from hostcheck import units
+from hostcheck._shared.sizes import parse_size
 
 DEVICES = ("auto", "cpu", "cuda")
 SAMPLES = ("jpeg", "busy", "sleep")
@@ -124,4 +124,4 @@ def from_section(section: dict, num_workers: int) -> LoopSettings:
 
 
 def bandwidth_bytes(section: dict) -> int:
-    return units.parse_size(section["bandwidth_bytes"])
+    return parse_size(section["bandwidth_bytes"])

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import psutil
 
 from hostcheck import units
+from hostcheck._shared.sizes import format_size
 
 PR_SET_PDEATHSIG = 1
 SHM = "/dev/shm"
@@ -263,15 +264,14 @@ def classify(
     ):
         need = shm_needed(max(workers, 1), prefetch_factor, batch_bytes)
         needed = (
-            f"needed about {units.format_size(need)}"
+            f"needed about {format_size(need)}"
             if need
-            else f"needed more than the {units.format_size(shm_free)} free"
+            else f"needed more than the {format_size(shm_free)} free"
         )
-        at_least = f" (at least {units.format_size(need)} per rank)" if need else ""
+        at_least = f" (at least {format_size(need)} per rank)" if need else ""
         return Failure(
             "shm",
-            f"shm too small: {needed}, have {units.format_size(shm_size)} "
-            f"({units.format_size(shm_free)} free)",
+            f"shm too small: {needed}, have {format_size(shm_size)} ({format_size(shm_free)} free)",
             f"{SHM_FIX}{at_least}, or lower num_workers or prefetch_factor",
             detail,
         )

@@ -9,7 +9,7 @@ copy too large for its tmpfs stops the play here.
       register: __dataset_staging_validation
 
 values (vars/main.yml names them as the role's tasks use them):
-    settings  the variables checked together (plugins/filter/dataset_staging.py)
+    settings  the variables checked together (plugins/plugin_utils/dataset_staging_rules.py)
     os_vars   the role's per-OS vars (vars/<os_family>.yml)
     probe     what hostcheck.gpu_hosts.dataset_disk_probe read on the host (a skipped result
               when no disk is given)
@@ -26,14 +26,14 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import (
-    dataset_staging_disk_plan,
-    dataset_staging_human,
-    dataset_staging_settings,
-)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import format_size
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules.dataset_stage import (
     StagingError,
     stage,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
+    dataset_staging_disk_plan,
+    dataset_staging_settings,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
@@ -118,8 +118,8 @@ def too_large(measured: list[dict], hot_fs: dict) -> list[str]:
     size = hot_fs["size"]
     return [
         f"{m['__dataset_staging_item']['variable']}.hot: the dataset is {m['bytes_total']} bytes "
-        f"({dataset_staging_human(m['bytes_total'])}), more than the {size} bytes "
-        f"({dataset_staging_human(size)}) of {hot_fs['target']} (dataset_staging_hot_root)"
+        f"({format_size(m['bytes_total'])}), more than the {size} bytes "
+        f"({format_size(size)}) of {hot_fs['target']} (dataset_staging_hot_root)"
         for m in measured
         if m["__dataset_staging_item"]["hot"]
         and "bytes_total" in m

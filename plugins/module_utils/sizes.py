@@ -57,22 +57,51 @@ def parse_size(value):
     return int(Fraction(match.group(1)) * UNITS[unit])
 
 
+def format_size(number):
+    """A byte count for people: binary units, one decimal (64.0 MiB, 11.8 GiB), whole bytes
+    below 1 KiB (512 B), 'unlimited' for math.inf. The one way every report, message and
+    summary shows a size."""
+    if number == math.inf:
+        return "unlimited"
+    sign = "-" if number < 0 else ""
+    number = abs(number)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if number < 1024 or unit == "TiB":
+            return f"{sign}{number:.0f} {unit}" if unit == "B" else f"{sign}{number:.1f} {unit}"
+        number /= 1024
+    raise AssertionError("unreachable")
+
+
 # tmpfs (mm/shmem.c): size=N% is N percent of the RAM pages, and any size is whole pages,
 # rounded up.
 PAGE = 4096
-_WHOLE_PERCENT = re.compile(r"^\s*(\d+)\s*%\s*$")
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def ram_percent(value, whole):
+    """The percentage of RAM a text such as '50%' gives (a Fraction), None when value is no
+    percentage; ValueError naming the problem for a bad one. tmpfs's size= takes a whole
+    percentage (whole=True); a threshold compared with a mounted tmpfs (hostcheck's
+    shm.min_size) may have a fraction, 12.5%."""
+    if not isinstance(value, str) or "%" not in value:
+        return None
+    match = _PERCENT.match(value)
+    if not match or (whole and "." in match.group(1)):
+        kind = "a whole number" if whole else "a number"
+        raise ValueError(f"a percentage of RAM is {kind} followed by % (got {value!r})")
+    percent = Fraction(match.group(1))
+    if not 0 < percent <= 100:
+        bounds = "between 1% and 100%" if whole else "above 0% and at most 100%"
+        raise ValueError(f"a percentage of RAM must be {bounds} (got {value!r})")
+    return percent
 
 
 def tmpfs_size_option(value):
     """What tmpfs takes after size= for a size or a whole percentage of RAM: '50%' or a byte
     count such as '1073741824'; ValueError naming the problem otherwise."""
-    if isinstance(value, str) and "%" in value:
-        match = _WHOLE_PERCENT.match(value)
-        if not match:
-            raise ValueError(f"a percentage of RAM is a whole number followed by % (got {value!r})")
-        if not 1 <= int(match.group(1)) <= 100:
-            raise ValueError(f"a percentage of RAM must be between 1% and 100% (got {value!r})")
-        return f"{int(match.group(1))}%"
+    percent = ram_percent(value, whole=True)
+    if percent is not None:
+        return f"{percent}%"
     number = parse_size(value)
     if number <= 0:
         raise ValueError(f"must be larger than zero (got {value!r})")

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # ruff: noqa: E402  (an Ansible module: its documentation comes before its imports)
 """Read-only probe of the disks the dataset_staging role was given: what each holds and who
-uses it. The decisions are in plugins/filter/dataset_staging.py."""
+uses it. The decisions are in plugins/plugin_utils/dataset_staging_rules.py."""
 
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ module: dataset_staging_validate
 short_description: Check the dataset_staging role's variables, disks and sources, change nothing
 description:
   - Checks the variables against roles/dataset_staging/meta/argument_specs.yml, the numeric ones
-    against I(number_ranges), and all of them together (plugins/filter/dataset_staging.py);
-    loads the role's per-OS vars and refuses an OS that has none.
+    against I(number_ranges), and all of them together
+    (plugins/plugin_utils/dataset_staging_rules.py); loads the role's per-OS vars and refuses an
+    OS that has none.
   - When the role is enabled, reads without changing anything, in a C(--check) run too, the
     disks of I(dataset_staging_devices) (M(hostcheck.gpu_hosts.dataset_disk_probe)), each
     dataset's source (M(hostcheck.gpu_hosts.dataset_stage) in mode C(measure), on the node or,

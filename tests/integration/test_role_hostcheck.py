@@ -285,7 +285,7 @@ def test_check_diff_on_a_fresh_host_changes_nothing_and_says_why_it_does_not_run
         ({"hostcheck_config": {"checks": {"shmm": {}}}}, "hostcheck_config: a mapping"),
         (
             {"hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}}},
-            "hostcheck_config: shm.min_size: percentage must be in (0, 100]",
+            "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%",
         ),
         ({"hostcheck_extra_args": ["--user trainer"]}, "hostcheck_extra_args: one argument"),
         ({"hostcheck_extra_args": ["--profile", "quick"]}, "hostcheck_extra_args: one argument"),

@@ -68,7 +68,10 @@ def test_set_top_level_key(base):
         ("checks:\n  shm:\n    min_sise: 1GiB\n", r"x.yaml: shm.min_sise: unknown key"),
         ("checks:\n  shmm: {}\n", r"x.yaml: shmm: unknown key"),
         ("checks:\n  shm:\n    min_size: lots\n", r"x.yaml: shm.min_size: not a size: 'lots'"),
-        ("checks:\n  shm:\n    min_size: 150%\n", r"x.yaml: shm.min_size: percentage must be"),
+        (
+            "checks:\n  shm:\n    min_size: 150%\n",
+            r"x.yaml: shm.min_size: a percentage of RAM must be",
+        ),
         ("checks:\n  shm:\n    loader: {ranks: 0}\n", r"x.yaml: shm.loader.ranks: 0 is less"),
         ("checks:\n  shm:\n    loader: {ranks: two}\n", r"x.yaml: shm.loader.ranks: 'two' is not"),
         ("checks:\n  shm:\n    severity: loud\n", r"x.yaml: shm.severity: 'loud' is not one of"),

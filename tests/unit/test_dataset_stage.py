@@ -17,9 +17,19 @@ import time
 from pathlib import Path
 
 import pytest
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import dataset_copy
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dataset_manifest import (
+    parse_manifest,
+    parse_sizes,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import format_size
+
+from tests import collection_link
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE_PATH = REPO / "plugins" / "modules" / "dataset_stage.py"
+# where ansible_collections.hostcheck.gpu_hosts, which the module imports, is found
+COLLECTIONS = str(collection_link.ensure().parents[2])
 SPEC = importlib.util.spec_from_file_location("dataset_stage", MODULE_PATH)
 ds = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(ds)
@@ -277,10 +287,13 @@ DRIVER = textwrap.dedent(
     """
     import importlib.util, json, os, sys, time
 
+    sys.path.insert(0, sys.argv[3])
+    from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import dataset_files
+
     spec = importlib.util.spec_from_file_location("dataset_stage", sys.argv[1])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.BUFFER_BYTES = 64 * 1024
+    dataset_files.BUFFER_BYTES = 64 * 1024
     real_write = os.write
 
     def slow_write(fd, data):
@@ -314,7 +327,7 @@ def test_copy_killed_mid_file_leaves_no_partial_file_and_the_next_run_completes(
     dest = tmp_path / "dest"
     run = options(tmp_path, parallel=1)
     process = subprocess.Popen(
-        [sys.executable, str(driver), str(MODULE_PATH), json.dumps(run)],
+        [sys.executable, str(driver), str(MODULE_PATH), json.dumps(run), COLLECTIONS],
         stdout=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 30
@@ -400,8 +413,8 @@ def small_filesystem(tmp_path, monkeypatch):
         == 0
     )
     if not mounted:
-        monkeypatch.setattr(ds, "free_bytes", lambda path: 1024 * KIB)
-        monkeypatch.setattr(ds, "mount_point", lambda path: str(mount))
+        monkeypatch.setattr(dataset_copy, "free_bytes", lambda path: 1024 * KIB)
+        monkeypatch.setattr(dataset_copy, "mount_point", lambda path: str(mount))
     try:
         yield mount
     finally:
@@ -417,10 +430,10 @@ def test_not_enough_free_space_fails_before_copying_anything(tmp_path, small_fil
     with pytest.raises(ds.StagingError) as failure:
         ds.stage(options(tmp_path, dest=str(dest)))
 
-    free = ds.free_bytes(str(dest))
+    free = dataset_copy.free_bytes(str(dest))
     assert str(failure.value) == (
         f"dataset_staging_datasets[imagenet]: needs 1572864 bytes (1.5 MiB) on "
-        f"{small_filesystem}, only {free} bytes ({ds.human(free)}) free"
+        f"{small_filesystem}, only {free} bytes ({format_size(free)}) free"
     )
     assert free <= 1024 * KIB
     assert read_tree(dest) == {}
@@ -710,10 +723,10 @@ def test_lost_state_is_rebuilt_by_hashing_not_by_copying(tmp_path, dataset):
     assert (tmp_path / "state" / "imagenet.sha256").exists()
 
 
-def test_human_units():
-    assert ds.human(5 * 1024**3) == "5.0 GiB"
-    assert ds.human(1536 * KIB) == "1.5 MiB"
-    assert ds.human(1000) == "1000 B"
+def test_sizes_are_shown_in_binary_units():
+    assert format_size(5 * 1024**3) == "5.0 GiB"
+    assert format_size(1536 * KIB) == "1.5 MiB"
+    assert format_size(1000) == "1000 B"
 
 
 def test_plan_without_sizes_or_source_is_refused(tmp_path):
@@ -732,7 +745,8 @@ def test_plan_without_sizes_or_source_is_refused(tmp_path):
 
 
 def run_module(tmp_path: Path, args: dict) -> dict:
-    """The module as Ansible runs it: its file with the arguments, JSON on stdout."""
+    """The module as Ansible runs it: its file with the arguments, JSON on stdout, and its
+    module_utils importable (Ansible ships them with it)."""
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     done = subprocess.run(
@@ -741,6 +755,7 @@ def run_module(tmp_path: Path, args: dict) -> dict:
         text=True,
         check=False,
         cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": COLLECTIONS},
     )
     return json.loads(done.stdout)
 
@@ -769,10 +784,10 @@ def test_manifest_mode_checksums_a_source_and_reads_again_only_what_changed(tmp_
     }
     first = ds.stage(made)
     assert (first["files_total"], first["files_hashed"], first["changed"]) == (6, 6, True)
-    assert ds.parse_manifest(made["manifest"], "sha256") == {
+    assert parse_manifest(made["manifest"], "sha256") == {
         rel: sha256(data) for rel, data in dataset.items()
     }
-    assert ds.parse_sizes(made["sizes"]) == {rel: len(data) for rel, data in dataset.items()}
+    assert parse_sizes(made["sizes"]) == {rel: len(data) for rel, data in dataset.items()}
 
     again = ds.stage(made)
     assert (again["files_hashed"], again["changed"]) == (0, False)
@@ -780,7 +795,7 @@ def test_manifest_mode_checksums_a_source_and_reads_again_only_what_changed(tmp_
     (tmp_path / "src" / "val" / "labels.txt").write_bytes(b"cat\ndog\nbird\n")
     changed = ds.stage(made)
     assert (changed["files_hashed"], changed["changed"]) == (1, True)
-    assert ds.parse_manifest(made["manifest"], "sha256")["val/labels.txt"] == sha256(
+    assert parse_manifest(made["manifest"], "sha256")["val/labels.txt"] == sha256(
         b"cat\ndog\nbird\n"
     )
 

@@ -17,12 +17,11 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
     dataset_staging_disk_plan,
-    dataset_staging_human,
     dataset_staging_settings,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "dataset_staging"
@@ -143,23 +142,15 @@ def test_datasets_are_normalised_with_their_destinations():
     ],
 )
 def test_bad_input_names_the_variable(changes, named):
-    with pytest.raises(AnsibleFilterError) as raised:
+    with pytest.raises(Invalid) as raised:
         settings(**changes)
     assert named in str(raised.value)
 
 
 def test_btrfs_is_refused_on_the_rhel_family():
-    with pytest.raises(
-        AnsibleFilterError, match="dataset_staging_filesystem: btrfs is not shipped"
-    ):
+    with pytest.raises(Invalid, match="dataset_staging_filesystem: btrfs is not shipped"):
         dataset_staging_settings(given(filesystem="btrfs"), "RedHat")
     assert dataset_staging_settings(given(filesystem="btrfs"), "Debian")["filesystem"] == "btrfs"
-
-
-def test_human_sizes():
-    assert dataset_staging_human(512) == "512 B"
-    assert dataset_staging_human(5 * 2**30) == "5.0 GiB"
-    assert dataset_staging_human(1536 * 2**20) == "1.5 GiB"
 
 
 # ---------------------------------------------------------------- disk decisions

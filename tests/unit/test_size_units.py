@@ -8,12 +8,15 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.dataset_staging import _chunk_kib
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
+    _chunk_kib,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     ulimits_conf_value,
 )
+from hostcheck._shared.sizes import parse_size
 
-from hostcheck import units
 from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
 
@@ -36,7 +39,7 @@ WRITTEN = {
 
 def profile_bytes(text: str) -> int:
     profile = load_profile("default", profile_schema(), assignments=[f"shm.min_free={text}"])
-    return units.parse_size(profile.values["checks"]["shm"]["min_free"])
+    return parse_size(profile.values["checks"]["shm"]["min_free"])
 
 
 def memlock_bytes(text: str) -> int | None:
@@ -49,13 +52,13 @@ def memlock_bytes(text: str) -> int | None:
 def chunk_bytes(text: str) -> int | None:
     try:
         return _chunk_kib(text) * 1024
-    except AnsibleFilterError:
+    except Invalid:
         return None
 
 
 PLACES = {
     "hostcheck profile (shm.min_free)": profile_bytes,
-    "hostcheck --batch-bytes and profiles (units.parse_size)": units.parse_size,
+    "hostcheck --batch-bytes and profiles (parse_size)": parse_size,
     "shm_size (as tmpfs size=)": lambda text: int(shm_values(text, [])["option"]),
     "ulimits memlock": memlock_bytes,
     "dataset_staging_raid_chunk": chunk_bytes,

@@ -1,6 +1,7 @@
 import math
 
 import pytest
+from hostcheck._shared.sizes import format_size, parse_size, tmpfs_size_option
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,25 +23,25 @@ from hostcheck import units
     ],
 )
 def test_parse_size_accepts_what_people_write(text, expected):
-    assert units.parse_size(text) == expected
+    assert parse_size(text) == expected
 
 
 @pytest.mark.parametrize("bad", ["", "abc", "12 parsecs", "-5", "1e9", True, None, [], -1])
 def test_parse_size_refuses_nonsense(bad):
     with pytest.raises(ValueError):
-        units.parse_size(bad)
+        parse_size(bad)
 
 
 @given(st.integers(min_value=0, max_value=2**60), st.sampled_from(["", "K", "MiB", "G", "TB"]))
 def test_parse_size_scales_integers_exactly(number, unit):
     factor = {"": 1, "K": 1024, "MiB": 2**20, "G": 2**30, "TB": 10**12}[unit]
-    assert units.parse_size(f"{number}{unit}") == number * factor
+    assert parse_size(f"{number}{unit}") == number * factor
 
 
 @given(st.text(max_size=20))
 def test_parse_size_either_parses_or_raises_valueerror(text):
     try:
-        value = units.parse_size(text)
+        value = parse_size(text)
     except ValueError:
         return
     assert isinstance(value, int) and value >= 0
@@ -89,6 +90,39 @@ def test_limit_round_trip(number):
 
 
 def test_format_size():
-    assert units.format_size(64 * 2**20) == "64.0 MiB"
-    assert units.format_size(512) == "512 B"
-    assert units.format_size(math.inf) == "unlimited"
+    assert format_size(64 * 2**20) == "64.0 MiB"
+    assert format_size(512) == "512 B"
+    assert format_size(math.inf) == "unlimited"
+
+
+@pytest.mark.parametrize(
+    ("number", "shown"),
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KiB"),
+        (1536 * 2**20, "1.5 GiB"),
+        (5 * 2**40, "5.0 TiB"),
+        (3 * 2**50, "3072.0 TiB"),
+        (-5000, "-4.9 KiB"),
+        (1023.6, "1024 B"),
+    ],
+)
+def test_format_size_edges(number, shown):
+    """The one formatter of hostcheck, the dataset_stage module and the dataset_staging
+    action: TiB is the largest unit; a fraction of a byte rounds to the nearest byte as the
+    larger units round to the nearest tenth (dataset_stage's copy used to cut it off)."""
+    assert format_size(number) == shown
+
+
+def test_a_threshold_percentage_may_have_a_fraction_a_tmpfs_size_not():
+    """One percentage rule for hostcheck's shm.min_size and the shm role's shm_size: above 0%,
+    at most 100%; only tmpfs's size= needs it whole."""
+    assert units.parse_size_spec("12.5%").percent == 12.5
+    with pytest.raises(ValueError, match=r"^a percentage of RAM is a whole number followed by %"):
+        tmpfs_size_option("12.5%")
+    assert tmpfs_size_option(" 050 %") == "50%"
+    with pytest.raises(ValueError, match=r"^a percentage of RAM must be above 0% and at most 100%"):
+        units.parse_size_spec("0.0%")
+    with pytest.raises(ValueError, match=r"^a percentage of RAM is a number followed by %"):
+        units.parse_size_spec("-3%")

@@ -85,13 +85,13 @@ def test_parallel_is_checked_against_its_range(parallel, got):
     ],
 )
 def test_the_variables_are_checked_together_naming_the_variable(changes, named):
-    with pytest.raises(AnsibleFilterError, match=r"^dataset_staging_") as raised:
+    with pytest.raises(Invalid, match=r"^dataset_staging_") as raised:
         settings(**changes)
     assert named in str(raised.value)
 
 
 def test_btrfs_is_refused_on_the_rhel_family_only():
-    with pytest.raises(AnsibleFilterError, match=r"^dataset_staging_filesystem: btrfs is not"):
+    with pytest.raises(Invalid, match=r"^dataset_staging_filesystem: btrfs is not"):
         settings("RedHat", filesystem="btrfs")
     assert settings("Debian", filesystem="btrfs")["filesystem"] == "btrfs"
 

@@ -243,7 +243,8 @@ def test_hostcheck_schema_judges_the_config_from_the_checkout():
         [sys.executable, "-c", CHECK_CONFIG, "default"], "checks:\n  shm: {min_size: 150%}\n", env
     )
     assert config_problem(sys.executable, *bad) == (
-        "hostcheck_config: shm.min_size: percentage must be in (0, 100]: '150%'"
+        "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100% "
+        "(got '150%')"
     )
     # -S: no site-packages, so no hostcheck: the check cannot run here and is skipped
     missing = run([sys.executable, "-S", "-c", CHECK_CONFIG, "default"], "{}", {})
@@ -289,7 +290,7 @@ def test_the_action_checks_the_config_with_hostcheck_schema(tmp_path):
     (failed,) = validate("hostcheck", variables, tmp_path)
     assert failed["failed"] is True
     assert failed["msg"].startswith(
-        "hostcheck_config: shm.min_size: percentage must be in (0, 100]"
+        "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%"
     ), failed["msg"]
     good = {**variables, "hostcheck_config": {"checks": {"shm": {"min_size": "1G"}}}}
     first, _ = validate("hostcheck", good, tmp_path)

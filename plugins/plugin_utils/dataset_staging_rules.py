@@ -1,12 +1,12 @@
 """Decisions of the dataset_staging role, as pure functions of the role's variables and of
-what the disk probe read on the host, so every refusal is a table row in tests/unit.
+what the disk probe read on the host, so every refusal is a table row in tests/unit. The
+role's validate action (plugins/action/dataset_staging_validate.py) uses them:
 
-{{ given | dataset_staging_settings(os_family) }}  the variables checked together, normalised:
+dataset_staging_settings(given, os_family)  the variables checked together, normalised:
     {devices, filesystem, layout, mount, datasets: [{name, source, side, dest, ...}], ...};
-    an error names the variable (dataset_staging_datasets[2].source: ...)
-{{ probe | dataset_staging_disk_plan(settings) }}  {action: none|reuse|create, target,
+    Invalid names the variable (dataset_staging_datasets[2].source: ...)
+dataset_staging_disk_plan(probe, settings)  {action: none|reuse|create, target,
     refusals: [one line each, naming the device and what was found], wipe: [devices]}
-{{ 1073741824 | dataset_staging_human }}           '1.0 GiB'
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import os.path
 import re
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 FILESYSTEMS = ("xfs", "ext4", "btrfs")
 LABEL_LIMITS = {"xfs": 12, "ext4": 16, "btrfs": 255}
@@ -30,7 +30,7 @@ STATE_FOLDER = ".dataset-staging"
 
 
 def _fail(variable: str, message: str) -> None:
-    raise AnsibleFilterError(f"{variable}: {message}")
+    raise Invalid(f"{variable}: {message}")
 
 
 def _absolute(variable: str, value: object) -> str:
@@ -45,15 +45,6 @@ def _bool(variable: str, value: object) -> bool:
     if not isinstance(value, bool):
         _fail(variable, f"true or false; got {value!r}")
     return value
-
-
-def dataset_staging_human(size: object) -> str:
-    number = float(int(size))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if number < 1024 or unit == "TiB":
-            return f"{int(number)} B" if unit == "B" else f"{number:.1f} {unit}"
-        number /= 1024
-    return f"{number:.1f} TiB"
 
 
 def _devices(given: object) -> list[str]:
@@ -331,12 +322,3 @@ def dataset_staging_disk_plan(probe: dict, settings: dict) -> dict:
     if refusals:
         return {"action": "refuse", "target": target, "refusals": refusals, "wipe": []}
     return {"action": "create", "target": target, "refusals": [], "wipe": wipe}
-
-
-class FilterModule:
-    def filters(self):
-        return {
-            "dataset_staging_settings": dataset_staging_settings,
-            "dataset_staging_disk_plan": dataset_staging_disk_plan,
-            "dataset_staging_human": dataset_staging_human,
-        }
