@@ -1,7 +1,7 @@
 """One rule for what an NVIDIA PCI function is (plugins/module_utils/pci.py): the nvidia_driver
 role's probe, the hostcheck role's probe and hostcheck's gpu check find the same GPUs on the same
-
-
+sysfs tree (any display-class function, 0x03xx, "other" 0x0380 included); the GPUs' audio
+functions are no one's, NVSwitches only the nvidia_driver probe's (it decides Fabric Manager)."""
 
 from __future__ import annotations
 
