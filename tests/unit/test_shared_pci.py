@@ -60,4 +60,3 @@ def test_pci_hex_parser_never_crashes(text):
 def test_only_nvidia_display_class_is_a_gpu(vendor, cls):
     expected = vendor == 0x10DE and (cls >> 16) == 0x03
     assert (pci.nvidia_kind(vendor, cls) == pci.GPU) == expected
-
