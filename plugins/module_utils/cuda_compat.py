@@ -1,4 +1,4 @@
-"""CUDA, cuDNN and driver versions as numbers ('12.4', NVML's 12040, cuDNN's 90100), and whether
+"""CUDA and driver versions as numbers ('12.4', '550.54.15', NVML's 12040), and whether
 a torch build for one CUDA release runs on an NVIDIA driver: the rules that hostcheck's gpu
 check and the cuda_check role both apply. This file is shared: the collection
 ships it as module_utils and the hostcheck package as hostcheck._shared (pyproject.toml), so it
@@ -37,13 +37,6 @@ def cuda_from_int(number):
     """NVML, the CUDA driver API and CUDART_VERSION give 1000 * major + 10 * minor:
     12040 -> (12, 4)."""
     return number // 1000, (number % 1000) // 10
-
-
-def cudnn_from_int(number):
-    """torch.backends.cudnn.version(): 90100 -> (9, 1, 0) (cuDNN 9: major * 10000 + minor * 100
-    + patch), 8902 -> (8, 9, 2) (cuDNN 8 and older: major * 1000 + minor * 100 + patch)."""
-    major_unit = 10000 if number >= 90000 else 1000
-    return number // major_unit, (number % major_unit) // 100, number % 100
 
 
 def at_least(have, want):
