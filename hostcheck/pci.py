@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hostcheck._shared import pci as shared_pci
-from hostcheck._shared.pci import parse_hex
+from hostcheck._shared.pci import GPU, nvidia_functions, parse_hex
 from hostcheck.system import System
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -34,26 +33,20 @@ def driver_from_uevent(text: str | None) -> str | None:
     return None
 
 
-def is_nvidia_gpu(vendor: int | None, pci_class: int | None) -> bool:
-    """NVIDIA vendor and a display-controller class (plugins/module_utils/pci.py, the rule
-    the nvidia_driver role's probe applies too)."""
-    return shared_pci.nvidia_kind(vendor, pci_class) == shared_pci.GPU
-
-
 def nvidia_gpus(system: System) -> list[PciGpu]:
-    """Every NVIDIA display/3D controller function under /sys/bus/pci/devices."""
+    """Every NVIDIA GPU function under /sys/bus/pci/devices (plugins/module_utils/pci.py says
+    which are GPUs, for the nvidia_driver role's probe too)."""
     found = []
-    for address in system.listdir(PCI_DEVICES):
-        base = f"{PCI_DEVICES}/{address}"
-        pci_class = parse_hex(system.read_value(f"{base}/class"))
-        if not is_nvidia_gpu(parse_hex(system.read_value(f"{base}/vendor")), pci_class):
+    for address, kind, pci_class in nvidia_functions(str(system.path(PCI_DEVICES))):
+        if kind != GPU:
             continue
+        base = f"{PCI_DEVICES}/{address}"
         numa = system.read_int(f"{base}/numa_node")
         found.append(
             PciGpu(
                 address=address,
                 device_id=parse_hex(system.read_value(f"{base}/device")) or 0,
-                pci_class=pci_class or 0,
+                pci_class=pci_class,
                 numa_node=-1 if numa is None else numa,
                 driver=driver_from_uevent(system.read(f"{base}/uevent")),
             )

@@ -1,28 +1,23 @@
 """NVIDIA driver and GPUs through NVML, and whether that driver can run torch's CUDA build.
 
-NVML is reached only through the `pynvml` module (package nvidia-ml-py); `run_with` takes
-that module as a parameter so tests pass a small fake in its place. torch is never
-imported: its CUDA version comes from torch/version.py of the installed distribution.
+NVML is reached only through the `pynvml` module (package nvidia-ml-py, hostcheck/gpu/nvml.py);
+`run_with` takes that module as a parameter so tests pass a small fake in its place. torch is
+never imported: hostcheck/gpu/torch_probe.py reads its CUDA version from its installed files.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import os
-import re
-import sys
-from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from hostcheck import config as c
 from hostcheck._shared import cuda_compat
+from hostcheck._shared.cuda_compat import at_least, cuda_from_int, format_version, parse_version
 from hostcheck.checks.base import CheckContext, CheckSpec
-from hostcheck.distinfo import normalize_name, parse_metadata
+from hostcheck.gpu import nvml
+from hostcheck.gpu.torch_probe import TorchInfo, read_torch
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.pci import PciGpu, nvidia_gpus
-from hostcheck.system import System
 
 DRIVER_TAGS = "ansible-playbook site.yml --tags nvidia_driver"
 DRIVER_FIX = f"set nvidia_driver_branch (role nvidia_driver) and run: {DRIVER_TAGS}"
@@ -31,32 +26,6 @@ PERSISTENCE_FIX = (
 )
 VENV_FIX = "install a CUDA build of torch into training_venv (inventory group_vars)"
 HARDWARE = "not fixable by a role variable: "
-
-# NVML ABI values (nvml.h). tests/unit/test_gpu.py checks them against the installed pynvml.
-NVML_ERROR_NOT_SUPPORTED = 3
-NVML_ERROR_FUNCTION_NOT_FOUND = 13
-NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
-NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
-NVML_VOLATILE_ECC = 0
-NVML_AGGREGATE_ECC = 1
-NVML_FEATURE_ENABLED = 1
-
-# nvmlClocksEventReason* (formerly nvmlClocksThrottleReason*) bits.
-CLOCK_EVENTS = {
-    0x001: "gpu_idle",
-    0x002: "applications_clocks_setting",
-    0x004: "sw_power_cap",
-    0x008: "hw_slowdown",
-    0x010: "sync_boost",
-    0x020: "sw_thermal_slowdown",
-    0x040: "hw_thermal_slowdown",
-    0x080: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-    0x200: "board_limit",
-    0x400: "reliability",
-}
-CLOCK_EVENT_NAMES = list(CLOCK_EVENTS.values())
-NOT_SUPPORTED = "not supported"
 
 SCHEMA = c.obj(
     {
@@ -68,213 +37,16 @@ SCHEMA = c.obj(
         "clock_events_fail": {
             "type": "array",
             "uniqueItems": True,
-            "items": {"enum": CLOCK_EVENT_NAMES},
+            "items": {"enum": nvml.CLOCK_EVENT_NAMES},
         },
         "clock_events_warn": {
             "type": "array",
             "uniqueItems": True,
-            "items": {"enum": CLOCK_EVENT_NAMES},
+            "items": {"enum": nvml.CLOCK_EVENT_NAMES},
         },
         "training_venv": c.nullable({"type": "string", "minLength": 1}),
     }
 )
-
-
-# ---------------------------------------------------------------- parsers (pure)
-
-
-def parse_version(text: str) -> tuple[int, ...]:
-    """'535.104.05' -> (535, 104, 5); '12.1' -> (12, 1)."""
-    parts = text.strip().split(".")
-    if not parts or not all(p.isdigit() and p.isascii() for p in parts):
-        raise ValueError(f"not a version: {text!r}")
-    return tuple(int(p) for p in parts)
-
-
-def format_version(version: tuple[int, ...]) -> str:
-    return ".".join(str(p) for p in version)
-
-
-def cuda_from_int(value: int) -> tuple[int, int]:
-    """NVML and the CUDA driver give 1000 * major + 10 * minor: 12040 -> (12, 4)."""
-    return value // 1000, (value % 1000) // 10
-
-
-def at_least(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
-    width = max(len(have), len(want))
-    return have + (0,) * (width - len(have)) >= want + (0,) * (width - len(want))
-
-
-def decode_clock_events(mask: int) -> list[str]:
-    names = [name for bit, name in CLOCK_EVENTS.items() if mask & bit]
-    unknown = mask & ~sum(CLOCK_EVENTS)
-    if unknown:
-        names.append(f"unknown_0x{unknown:x}")
-    return names
-
-
-def normalize_bus_id(text: str | bytes) -> str:
-    """NVML's '00000000:3B:00.0' as sysfs names it: '0000:3b:00.0'."""
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    text = text.strip().lower()
-    domain, sep, rest = text.partition(":")
-    if sep and rest.count(":") == 1 and re.fullmatch(r"[0-9a-f]+", domain):
-        return f"{int(domain, 16):04x}:{rest}"
-    return text
-
-
-def parse_version_py(text: str) -> dict[str, Any]:
-    """Literal assignments of a module such as torch/version.py, without running it:
-    `cuda: Optional[str] = '12.1'` -> {'cuda': '12.1'}."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    values: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        try:
-            literal = ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-            continue
-        for target in targets:
-            if isinstance(target, ast.Name):
-                values[target.id] = literal
-    return values
-
-
-# ---------------------------------------------------------------- torch without import
-
-
-@dataclass
-class TorchInfo:
-    where: str
-    version: str | None = None
-    cuda: str | None = None
-    hip: str | None = None
-    cudnn: str | None = None  # version of the nvidia-cudnn-cu* wheel
-    cudnn_package: str | None = None
-    problem: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-_CUDNN = re.compile(r"^nvidia-cudnn-cu\d+$")
-
-
-def _site_dists(paths: list[str]) -> tuple[str | None, str | None]:
-    """torch's and cuDNN's .dist-info folders in these site folders, found by their names
-    (name-version, normalized), so no other metadata is read."""
-    torch = cudnn = None
-    for site in paths:
-        try:
-            entries = sorted(os.listdir(site))
-        except OSError:
-            continue
-        for entry in entries:
-            if not entry.endswith(".dist-info"):
-                continue
-            name = normalize_name(entry[: -len(".dist-info")].rsplit("-", 1)[0])
-            if name == "torch" and torch is None:
-                torch = os.path.join(site, entry)
-            elif _CUDNN.match(name) and cudnn is None:
-                cudnn = os.path.join(site, entry)
-    return torch, cudnn
-
-
-def _metadata(dist_info: str) -> dict[str, str]:
-    try:
-        text = Path(dist_info, "METADATA").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return {}
-    return parse_metadata(text)
-
-
-def read_torch(system: System, venv: str | None) -> TorchInfo:
-    """torch's version and CUDA build from its distribution files, and cuDNN's wheel."""
-    if venv:
-        where = venv
-        sites = system.glob(f"{venv.rstrip('/')}/lib/python3*/site-packages")
-        if not sites:
-            return TorchInfo(where, problem=f"no lib/python3*/site-packages under {venv}")
-        torch, cudnn = _site_dists([str(system.path(s)) for s in sites])
-    else:
-        where = "the Python running hostcheck"
-        torch, cudnn = _site_dists([p for p in sys.path if p and os.path.isdir(p)])
-    info = TorchInfo(where)
-    if cudnn is not None:
-        metadata = _metadata(cudnn)
-        info.cudnn = metadata.get("Version")
-        info.cudnn_package = normalize_name(metadata.get("Name") or "")
-    if torch is None:
-        info.problem = f"torch is not installed in {where}"
-        return info
-    info.version = _metadata(torch).get("Version")
-    try:
-        text = Path(os.path.dirname(torch), "torch", "version.py").read_text(errors="replace")
-    except OSError as exc:
-        info.problem = f"cannot read torch/version.py: {exc.strerror or exc}"
-        return info
-    values = parse_version_py(text)
-    for key in ("cuda", "hip"):
-        value = values.get(key)
-        setattr(info, key, value if isinstance(value, str) else None)
-    return info
-
-
-# ---------------------------------------------------------------- NVML
-
-
-def load_nvml() -> Any:
-    """The pynvml module, or None when nvidia-ml-py is not installed."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    return pynvml
-
-
-def _reason(exc: Exception) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # pynvml's __str__ asks the library, which may be gone
-        text = type(exc).__name__
-    code = getattr(exc, "value", None)
-    return f"{text} (NVML error {code})" if code is not None else text
-
-
-def ask(nv: Any, function: str, *args: Any) -> tuple[Any, str | None]:
-    """(value, None), or (None, why): NOT_SUPPORTED when the GPU, driver or pynvml lacks it."""
-    call = getattr(nv, function, None)
-    if call is None:
-        return None, NOT_SUPPORTED
-    try:
-        return call(*args), None
-    except nv.NVMLError as exc:
-        if getattr(exc, "value", None) in (NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND):
-            return None, NOT_SUPPORTED
-        return None, _reason(exc)
-
-
-def ask_first(nv: Any, functions: tuple[str, ...], *args: Any) -> tuple[Any, str | None]:
-    """The first of several equivalent calls that answers (newer names first)."""
-    problem = None
-    for function in functions:
-        value, problem = ask(nv, function, *args)
-        if problem is None:
-            return value, None
-    return None, problem
-
-
-def _text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 # ---------------------------------------------------------------- per-GPU findings
@@ -286,7 +58,7 @@ def _link_findings(label: str, gpu: dict) -> list[Finding]:
     width, max_width = gpu["pcie_width"], gpu["pcie_max_width"]
     if width is None or max_width is None:
         findings.append(
-            Finding(f"{label} pcie width", Status.SKIP, None, "", NOT_SUPPORTED, source)
+            Finding(f"{label} pcie width", Status.SKIP, None, "", nvml.NOT_SUPPORTED, source)
         )
     else:
         findings.append(
@@ -303,7 +75,9 @@ def _link_findings(label: str, gpu: dict) -> list[Finding]:
         )
     gen, max_gen = gpu["pcie_gen"], gpu["pcie_max_gen"]
     if gen is None or max_gen is None:
-        findings.append(Finding(f"{label} pcie gen", Status.SKIP, None, "", NOT_SUPPORTED, source))
+        findings.append(
+            Finding(f"{label} pcie gen", Status.SKIP, None, "", nvml.NOT_SUPPORTED, source)
+        )
         return findings
     idle = gpu["clock_events"] is not None and "gpu_idle" in gpu["clock_events"]
     status, note = Status.PASS, ""
@@ -392,7 +166,7 @@ def _clock_finding(label: str, gpu: dict, cfg: dict) -> Finding:
     source = "nvmlDeviceGetCurrentClocksEventReasons"
     events = gpu["clock_events"]
     if events is None:
-        return Finding(f"{label} clocks", Status.SKIP, None, "", NOT_SUPPORTED, source)
+        return Finding(f"{label} clocks", Status.SKIP, None, "", nvml.NOT_SUPPORTED, source)
     bad = [e for e in events if e in cfg["clock_events_fail"]]
     doubtful = [e for e in events if e in cfg["clock_events_warn"]]
     status = Status.FAIL if bad else (Status.WARN if doubtful else Status.PASS)
@@ -410,7 +184,7 @@ def _clock_finding(label: str, gpu: dict, cfg: dict) -> Finding:
 
 def inspect_gpu(nv: Any, index: int, cfg: dict) -> tuple[dict, list[Finding]]:
     label = f"gpu{index}"
-    handle, problem = ask(nv, "nvmlDeviceGetHandleByIndex", index)
+    handle, problem = nvml.ask(nv, "nvmlDeviceGetHandleByIndex", index)
     if problem is not None:
         return {"index": index, "problem": problem}, [
             Finding(
@@ -423,52 +197,15 @@ def inspect_gpu(nv: Any, index: int, cfg: dict) -> tuple[dict, list[Finding]]:
                 HARDWARE + "the GPU does not answer: drain the node and check dmesg (Xid)",
             )
         ]
-    name, _ = ask(nv, "nvmlDeviceGetName", handle)
-    uuid, _ = ask(nv, "nvmlDeviceGetUUID", handle)
-    pci, _ = ask(nv, "nvmlDeviceGetPciInfo", handle)
-    persistence, persistence_problem = ask(nv, "nvmlDeviceGetPersistenceMode", handle)
-    events_mask, _ = ask_first(
-        nv,
-        ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"),
-        handle,
-    )
-    ecc_mode, _ = ask(nv, "nvmlDeviceGetEccMode", handle)
-    gpu: dict[str, Any] = {
-        "index": index,
-        "name": None if name is None else _text(name),
-        "uuid": None if uuid is None else _text(uuid),
-        "bus_id": None if pci is None else normalize_bus_id(getattr(pci, "busId", "")),
-        "persistence": None if persistence is None else persistence == NVML_FEATURE_ENABLED,
-        "pcie_gen": ask(nv, "nvmlDeviceGetCurrPcieLinkGeneration", handle)[0],
-        "pcie_max_gen": ask(nv, "nvmlDeviceGetMaxPcieLinkGeneration", handle)[0],
-        "pcie_gpu_max_gen": ask(nv, "nvmlDeviceGetGpuMaxPcieLinkGeneration", handle)[0],
-        "pcie_width": ask(nv, "nvmlDeviceGetCurrPcieLinkWidth", handle)[0],
-        "pcie_max_width": ask(nv, "nvmlDeviceGetMaxPcieLinkWidth", handle)[0],
-        "clock_events_mask": events_mask,
-        "clock_events": None if events_mask is None else decode_clock_events(events_mask),
-        "ecc_enabled": None if ecc_mode is None else ecc_mode[0] == NVML_FEATURE_ENABLED,
-        "ecc_errors": {},
-    }
-    if gpu["ecc_enabled"]:
-        for counter_name, counter in (
-            ("volatile", NVML_VOLATILE_ECC),
-            ("aggregate", NVML_AGGREGATE_ECC),
-        ):
-            for kind_name, kind in (
-                ("uncorrected", NVML_MEMORY_ERROR_TYPE_UNCORRECTED),
-                ("corrected", NVML_MEMORY_ERROR_TYPE_CORRECTED),
-            ):
-                value, _ = ask(nv, "nvmlDeviceGetTotalEccErrors", handle, kind, counter)
-                gpu["ecc_errors"][f"{counter_name}_{kind_name}"] = value
-
+    gpu, persistence_problem = nvml.read_gpu(nv, index, handle)
     wanted = cfg["require_persistence"]
-    if persistence is None:
+    if gpu["persistence"] is None:
         persistence_finding = Finding(
             f"{label} persistence",
             Status.SKIP,
             None,
             "on" if wanted else "",
-            persistence_problem or NOT_SUPPORTED,
+            persistence_problem or nvml.NOT_SUPPORTED,
             "nvmlDeviceGetPersistenceMode",
         )
     else:
@@ -520,10 +257,10 @@ def _torch_finding(
             source,
             VENV_FIX,
         )
-    try:
-        wanted = parse_version(torch.cuda)[:2]
-    except ValueError:
+    parsed = parse_version(torch.cuda)
+    if parsed is None:
         return Finding(name, Status.ERROR, torch.cuda, "", f"cannot parse {torch.cuda!r}", source)
+    wanted = parsed[:2]
     expected = f"driver CUDA >= {format_version(wanted)}"
     remedy = (
         f"set nvidia_driver_branch to a branch supporting CUDA {format_version(wanted)} "
@@ -575,14 +312,11 @@ def _driver_finding(cfg: dict, driver: str | None, problem: str | None) -> Findi
         return Finding("driver", Status.ERROR, None, expected, problem or "unknown", source)
     status = Status.PASS
     if minimum:
-        try:
-            status = (
-                Status.PASS
-                if at_least(parse_version(driver), parse_version(minimum))
-                else Status.FAIL
-            )
-        except ValueError:
+        have, want = parse_version(driver), parse_version(minimum)
+        if have is None or want is None:
             status = Status.WARN
+        else:
+            status = Status.PASS if at_least(have, want) else Status.FAIL
     return Finding(
         "driver",
         status,
@@ -644,7 +378,7 @@ def run_with(ctx: CheckContext, nv: Any) -> CheckResult:
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        return _no_driver(ctx, _reason(exc), pci, torch)
+        return _no_driver(ctx, nvml.reason(exc), pci, torch)
     try:
         return _inspect(ctx, nv, pci, torch)
     finally:
@@ -654,13 +388,13 @@ def run_with(ctx: CheckContext, nv: Any) -> CheckResult:
 
 def _inspect(ctx: CheckContext, nv: Any, pci: list[PciGpu], torch: TorchInfo) -> CheckResult:
     cfg = ctx.config
-    driver, driver_problem = ask(nv, "nvmlSystemGetDriverVersion")
-    driver = None if driver is None else _text(driver)
-    cuda_int, _ = ask_first(
+    driver, driver_problem = nvml.ask(nv, "nvmlSystemGetDriverVersion")
+    driver = None if driver is None else nvml.text(driver)
+    cuda_int, _ = nvml.ask_first(
         nv, ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion")
     )
     driver_cuda = cuda_from_int(cuda_int) if cuda_int else None
-    count, count_problem = ask(nv, "nvmlDeviceGetCount")
+    count, count_problem = nvml.ask(nv, "nvmlDeviceGetCount")
     findings = [_driver_finding(cfg, driver, driver_problem)]
     gpus = []
     if count is None:
@@ -726,7 +460,7 @@ def _summary(
 
 
 def run(ctx: CheckContext) -> CheckResult:
-    return run_with(ctx, load_nvml())
+    return run_with(ctx, nvml.load_nvml())
 
 
 SPEC = CheckSpec(

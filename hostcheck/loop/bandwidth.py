@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from hostcheck.checks import gpu as gpu_check
 from hostcheck.checks.cpu import read_numa
+from hostcheck.gpu import nvml
 from hostcheck.system import System
 
 # Bytes per second per lane and direction: GT/s x coding / 8 (Gen6: PAM4 with FLIT mode,
@@ -102,30 +102,30 @@ class Link:
 def nvml_link(uuid: str | None, index: int) -> Link:
     """The GPU's PCI address and link through NVML, matched to the CUDA device by UUID
     (CUDA and NVML may number GPUs differently); by index when torch gives no UUID."""
-    nv = gpu_check.load_nvml()
+    nv = nvml.load_nvml()
     if nv is None:
         return Link(problem="pynvml is not installed")
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        return Link(problem=gpu_check._reason(exc))
+        return Link(problem=nvml.reason(exc))
     try:
-        count, problem = gpu_check.ask(nv, "nvmlDeviceGetCount")
+        count, problem = nvml.ask(nv, "nvmlDeviceGetCount")
         handle = None
         for i in range(count or 0):
-            candidate, _ = gpu_check.ask(nv, "nvmlDeviceGetHandleByIndex", i)
-            found, _ = gpu_check.ask(nv, "nvmlDeviceGetUUID", candidate)
-            if uuid and found is not None and _bare_uuid(gpu_check._text(found)) == uuid:
+            candidate, _ = nvml.ask(nv, "nvmlDeviceGetHandleByIndex", i)
+            found, _ = nvml.ask(nv, "nvmlDeviceGetUUID", candidate)
+            if uuid and found is not None and _bare_uuid(nvml.text(found)) == uuid:
                 handle = candidate
                 break
         if handle is None:
-            handle, problem = gpu_check.ask(nv, "nvmlDeviceGetHandleByIndex", index)
+            handle, problem = nvml.ask(nv, "nvmlDeviceGetHandleByIndex", index)
             if handle is None:
                 return Link(problem=problem)
-        pci, _ = gpu_check.ask(nv, "nvmlDeviceGetPciInfo", handle)
-        generation, _ = gpu_check.ask(nv, "nvmlDeviceGetMaxPcieLinkGeneration", handle)
-        width, problem = gpu_check.ask(nv, "nvmlDeviceGetMaxPcieLinkWidth", handle)
-        address = None if pci is None else gpu_check.normalize_bus_id(pci.busId)
+        pci, _ = nvml.ask(nv, "nvmlDeviceGetPciInfo", handle)
+        generation, _ = nvml.ask(nv, "nvmlDeviceGetMaxPcieLinkGeneration", handle)
+        width, problem = nvml.ask(nv, "nvmlDeviceGetMaxPcieLinkWidth", handle)
+        address = None if pci is None else nvml.normalize_bus_id(pci.busId)
         return Link(address, generation, width, problem)
     finally:
         with contextlib.suppress(nv.NVMLError):

@@ -8,7 +8,7 @@ which main.yml and verify.yml run, reads it).
 
 Checks, in this order: cuda_check_without_driver, the version variables (each "" or dotted
 digits), cuda_check_venv and the folder lists (the booleans are the argument spec's).
-values.settings are what the cuda_check_decide filter decides by (the version variables as
+values.settings are what cuda_check_decide decides by (the version variables as
 text, cuda_check_require_torch_cuda a boolean); documented in
 plugins/modules/cuda_check_validate.py. The base is plugins/plugin_utils/role_action.py.
 """
@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from ansible.plugins.filter.core import to_json
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import SETTINGS
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import SETTINGS
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,

@@ -1,8 +1,9 @@
 """Checks the driver, CUDA, cuDNN and torch versions of a host, in one task and one read of the
 host: roles/cuda_check/files/cuda_facts.py run by the training venv's python (or, when the venv
-has none yet, the OS's python3), then the cuda_check_decide filter's decision. main.yml runs it
-(registered as __cuda_check_checked) and verify.yml again: there it returns the check main.yml
-made in the same run, given as `checked`, and reads the host only when verify.yml runs alone.
+has none yet, the OS's python3), then the decision of plugins/plugin_utils/cuda_check_rules.py.
+main.yml runs it (registered as __cuda_check_checked) and verify.yml again: there it returns the
+check main.yml made in the same run, given as `checked`, and reads the host only when verify.yml
+runs alone.
 
     - hostcheck.gpu_hosts.cuda_check_verify:   # the arguments of cuda_check_validate, and
         checked: "{{ __cuda_check_checked | default(omit) }}"
@@ -22,7 +23,9 @@ from typing import ClassVar
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate import (
     ActionModule as Validation,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import cuda_check_decide
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
+    cuda_check_decide,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 # Runs the script on stdin with the venv's python ($1), else the OS's; says which first.

@@ -11,23 +11,23 @@ package table, then the host read once (hostcheck.gpu_hosts.nvidia_driver_probe)
 Checks, in this order (when nvidia_driver_enabled): the numeric variables against their ranges
 (number_ranges); the variables together and against this OS's package table (os_vars(): the
 first of vars/<distribution>-<major>.yml, <distribution>.yml, <os_family>-<major>.yml,
-<os_family>.yml), with the nvidia_driver_settings filter. The values returned, which the role's
-vars/main.yml names __nvidia_driver_<value>, are documented in
-plugins/modules/nvidia_driver_validate.py. The base is plugins/plugin_utils/role_action.py.
+<os_family>.yml), with nvidia_driver_settings (plugins/plugin_utils/nvidia_driver_rules.py). The
+values returned, which the role's vars/main.yml names __nvidia_driver_<value>, are documented
+in plugins/modules/nvidia_driver_validate.py. The base is plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_packages,
     nvidia_driver_settings,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import RoleAction
 
-# The nvidia_driver_settings filter's keys and the variables they come from.
+# nvidia_driver_settings' keys and the variables they come from.
 GIVEN = {
     "branch": "nvidia_driver_branch",
     "source": "nvidia_driver_source",
@@ -61,7 +61,7 @@ def cuda_repo_os(os_vars: dict) -> str:
 
 
 def nvidia_driver_os(os_vars: dict, facts: dict, repo_url: object, repo_key_url: object) -> dict:
-    """This OS as the nvidia_driver filters see it, from the per-OS variables ({fact} fields
+    """This OS as nvidia_driver_rules sees it, from the per-OS variables ({fact} fields
     filled in) and nvidia_driver_cuda_repo_url / nvidia_driver_cuda_repo_key_url ("" or none:
     NVIDIA's)."""
     arch = facts.get("architecture")

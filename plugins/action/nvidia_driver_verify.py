@@ -16,7 +16,7 @@ from __future__ import annotations
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
     ActionModule as Validation,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_fabric_manager,
     nvidia_driver_installed_branches,
     nvidia_driver_reboot,

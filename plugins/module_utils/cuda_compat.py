@@ -1,5 +1,6 @@
-"""Whether a torch build for one CUDA release runs on an NVIDIA driver: the one rule that
-hostcheck's gpu check and the cuda_check role both apply. This file is shared: the collection
+"""CUDA and driver versions as numbers ('12.4', '550.54.15', NVML's 12040), and whether
+a torch build for one CUDA release runs on an NVIDIA driver: the rules that hostcheck's gpu
+check and the cuda_check role both apply. This file is shared: the collection
 ships it as module_utils and the hostcheck package as hostcheck._shared (pyproject.toml), so it
 uses the standard library only and runs on Python 3.6 (EL 8's python3).
 
@@ -25,6 +26,17 @@ def parse_version(text):
     if text is None or not _VERSION.match(str(text).strip()):
         return None
     return tuple(int(part) for part in str(text).strip().split("."))
+
+
+def format_version(version):
+    """(12, 4) -> '12.4'."""
+    return ".".join(str(part) for part in version)
+
+
+def cuda_from_int(number):
+    """NVML, the CUDA driver API and CUDART_VERSION give 1000 * major + 10 * minor:
+    12040 -> (12, 4)."""
+    return number // 1000, (number % 1000) // 10
 
 
 def at_least(have, want):

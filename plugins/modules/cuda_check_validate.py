@@ -35,7 +35,7 @@ values:
   returned: success
   contains:
     settings:
-      description: What the cuda_check_decide filter decides by (plugins/filter/cuda_check.py),
+      description: What cuda_check_decide decides by (plugins/plugin_utils/cuda_check_rules.py),
         by variable name; the version variables as text, I(cuda_check_require_torch_cuda) a
         boolean.
       type: dict

@@ -10,9 +10,9 @@ description:
     python of I(cuda_check_venv) (the OS's python3 when the venv has none, said in the message)
     with M(hostcheck.gpu_hosts.host_read), searching the cuDNN folders given or the OS's usual
     ones (the role's per-OS vars).
-  - Decides with the cuda_check_decide filter; fails when the driver cannot run torch's CUDA
-    build or a version asked for is missing, showing every version side by side and one line
-    per problem naming the variable that asks for it.
+  - Decides with cuda_check_decide (plugins/plugin_utils/cuda_check_rules.py); fails when the
+    driver cannot run torch's CUDA build or a version asked for is missing, showing every
+    version side by side and one line per problem naming the variable that asks for it.
   - The role's main.yml runs it and registers the result; verify.yml gives that result as
     I(checked) and gets the same verdict again without reading the host.
 extends_documentation_fragment:

@@ -159,8 +159,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files imp
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
     GPU,
-    nvidia_kind,
-    parse_hex,
+    nvidia_functions,
 )
 
 REPORT = "report.json"
@@ -458,13 +457,9 @@ def physical_cores(root: str) -> int:
 
 
 def nvidia_gpu_count(root: str) -> int:
-    """NVIDIA display and 3D controllers on the PCI bus (no driver needed)."""
-    count = 0
-    for device in glob.glob(under(root, "/sys/bus/pci/devices/*")):
-        vendor = parse_hex(read_text(f"{device}/vendor"))
-        if nvidia_kind(vendor, parse_hex(read_text(f"{device}/class"))) == GPU:
-            count += 1
-    return count
+    """NVIDIA GPUs on the PCI bus (no driver needed)."""
+    functions = nvidia_functions(under(root, "/sys/bus/pci/devices"))
+    return sum(kind == GPU for dummy, kind, dummy in functions)
 
 
 def host_cpus() -> int:

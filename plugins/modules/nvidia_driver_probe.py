@@ -97,8 +97,7 @@ import subprocess
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
     GPU,
-    nvidia_kind,
-    parse_hex,
+    nvidia_functions,
 )
 
 EFI_SECURE_BOOT = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
@@ -124,15 +123,10 @@ def run(argv: list[str]) -> tuple[int, str]:
 def pci_devices(root: str) -> tuple[list[dict], list[dict]]:
     gpus, switches = [], []
     base = os.path.join(root, "sys/bus/pci/devices")
-    for address in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        device = os.path.join(base, address)
-        pci_class = parse_hex(read(f"{device}/class"))
-        kind = nvidia_kind(parse_hex(read(f"{device}/vendor")), pci_class)
-        if kind is None:
-            continue
+    for address, kind, pci_class in nvidia_functions(base):
         entry = {
             "address": address,
-            "device": read(f"{device}/device"),
+            "device": read(f"{base}/{address}/device"),
             "class": f"0x{pci_class:06x}",
         }
         (gpus if kind == GPU else switches).append(entry)

@@ -8,8 +8,8 @@ description:
   - Checks the variables against roles/nvidia_driver/meta/argument_specs.yml; when the role is
     enabled, the numeric ones against I(number_ranges), then the variables together and against
     this OS's package table (the first of the role's vars/<distribution>-<major>.yml,
-    <distribution>.yml, <os_family>-<major>.yml, <os_family>.yml) with the nvidia_driver_settings
-    filter, and works out what this OS installs for them.
+    <distribution>.yml, <os_family>-<major>.yml, <os_family>.yml) with nvidia_driver_settings
+    (plugins/plugin_utils/nvidia_driver_rules.py), and works out what this OS installs for them.
   - Then reads the host once (M(hostcheck.gpu_hosts.nvidia_driver_probe)) for the GPUs and
     NVSwitches, the installed and loaded driver, the holds, Secure Boot and I(nouveau_file).
   - Fails, before any role changes anything, on a bad value or a conflict (naming the
@@ -46,17 +46,17 @@ values:
   returned: success
   contains:
     wanted:
-      description: The variables as the nvidia_driver_settings filter normalised them (branch,
+      description: The variables as nvidia_driver_settings normalised them (branch,
         source with auto resolved, modules, build, fabric_manager, mok_key, mok_cert and the
         switches).
       type: dict
     plan:
-      description: What this OS installs for them (the nvidia_driver_packages filter) - driver,
+      description: What this OS installs for them (nvidia_driver_packages) - driver,
         pin, headers, fabric_manager and hold packages, the dnf module stream and the CUDA
         repository (name, url, key_url; null for Ubuntu's own packages).
       type: dict
     os:
-      description: This OS as the filters see it (name, package table, headers, repository
+      description: This OS as the rules see it (name, package table, headers, repository
         URLs, why it is refused).
       type: dict
     os_vars:

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostcheck import pci
 from hostcheck.checks import cpu
 from hostcheck.checks.base import CheckContext
 from hostcheck.model import Status
@@ -465,18 +464,6 @@ def test_workers_rule_never_oversubscribes(cores, ranks, reserve):
     if cores >= (reserve + 1) * ranks:
         assert (workers + reserve) * ranks <= cores
         assert (workers + 1 + reserve) * ranks > cores  # and wastes less than a rank's worth
-
-
-@given(st.text(max_size=30))
-def test_pci_hex_parser_never_crashes(text):
-    value = pci.parse_hex(text)
-    assert value is None or isinstance(value, int)
-
-
-@given(st.integers(0, 0xFFFF), st.integers(0, 0xFFFFFF))
-def test_only_nvidia_display_class_is_a_gpu(vendor, cls):
-    expected = vendor == 0x10DE and (cls >> 16) == 0x03
-    assert pci.is_nvidia_gpu(vendor, cls) == expected
 
 
 # ---------------------------------------------------------------- this machine

@@ -5,10 +5,13 @@ disagree included (a cu11x torch on driver 450.51: the gpu check warned, the rol
 from __future__ import annotations
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import _torch_vs_driver
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
+    _torch_vs_driver,
+)
 from hostcheck._shared.cuda_compat import MINOR, RUNS, TOO_OLD, torch_on_driver
 
-from hostcheck.checks.gpu import TorchInfo, _torch_finding
+from hostcheck.checks.gpu import _torch_finding
+from hostcheck.gpu.torch_probe import TorchInfo
 from hostcheck.model import Status
 
 # torch CUDA, driver CUDA, driver version -> verdict

@@ -342,17 +342,17 @@ def test_cuda_asked_without_a_gpu_is_a_usage_error():
 
 
 def test_nvml_link_matches_the_cuda_device_by_uuid(monkeypatch, fake_host):
-    from hostcheck.checks import gpu as gpu_check
+    from hostcheck.gpu import nvml
     from hostcheck.loop import bandwidth as bw_module
     from tests.unit.test_gpu import FakeGpu, fake_nvml
 
     gpus = [FakeGpu(0, max_gen=4, max_width=16), FakeGpu(1, max_gen=5, max_width=8)]
-    monkeypatch.setattr(gpu_check, "load_nvml", lambda: fake_nvml(gpus))
+    monkeypatch.setattr(nvml, "load_nvml", lambda: fake_nvml(gpus))
     link = bw_module.nvml_link("00001", 0)  # torch's UUID of CUDA device 0 is NVML's GPU 1
     assert (link.bus_id, link.generation, link.width) == ("0000:19:00.0", 5, 8)
     by_index = bw_module.nvml_link(None, 0)
     assert (by_index.bus_id, by_index.generation, by_index.width) == ("0000:18:00.0", 4, 16)
-    monkeypatch.setattr(gpu_check, "load_nvml", lambda: None)
+    monkeypatch.setattr(nvml, "load_nvml", lambda: None)
     assert bw_module.nvml_link("00001", 0).problem == "pynvml is not installed"
     fake_host.file("/sys/bus/pci/devices/0000:19:00.0/numa_node", "1\n")
     fake_host.file("/sys/devices/system/node/node0/cpulist", "0-15\n")

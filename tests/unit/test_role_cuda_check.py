@@ -1,6 +1,6 @@
-"""The cuda_check role off the sandbox: its decision (plugins/filter/cuda_check.py) over tables
-of driver, CUDA, toolkit, cuDNN and torch versions; its facts script run for real by this
-checkout's python against fixture trees, the real pynvml and torch, and a fake libnvidia-ml
+"""The cuda_check role off the sandbox: its decision (plugins/plugin_utils/cuda_check_rules.py)
+over tables of driver, CUDA, toolkit, cuDNN and torch versions; its facts script run for real by
+this checkout's python against fixture trees, the real pynvml and torch, and a fake libnvidia-ml
 (tests/sandbox/fake_nvml.c); and defaults that match meta/argument_specs.yml."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.cuda_check import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
     SETTINGS,
     cuda_check_decide,
     matches,
@@ -290,9 +289,9 @@ def test_a_failure_shows_every_version_side_by_side():
 
 
 def test_bad_arguments():
-    with pytest.raises(AnsibleFilterError, match="settings lack cuda_check_venv"):
+    with pytest.raises(ValueError, match="settings lack cuda_check_venv"):
         cuda_check_decide(facts(), {})
-    with pytest.raises(AnsibleFilterError, match="as mappings"):
+    with pytest.raises(TypeError, match="as mappings"):
         cuda_check_decide("{}", settings())
 
 

@@ -9,22 +9,26 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
     nvidia_driver_os,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
+    nvidia_driver_refusals,
+    nvidia_driver_versioned,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_fabric_manager,
     nvidia_driver_installed_branches,
     nvidia_driver_packages,
     nvidia_driver_reboot,
-    nvidia_driver_refusals,
     nvidia_driver_settings,
     nvidia_driver_upstream,
     nvidia_driver_version_mismatches,
-    nvidia_driver_versioned,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import with_facts
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    Invalid,
+    with_facts,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "nvidia_driver"
@@ -320,7 +324,7 @@ def test_a_mirror_replaces_nvidias_repository_and_key():
     ],
 )
 def test_conflicting_or_unsupported_choices_name_the_variable(os_name, changes, variable, words):
-    with pytest.raises(AnsibleFilterError) as error:
+    with pytest.raises(Invalid) as error:
         plan(os_name, **changes)
     assert str(error.value).startswith(f"{variable}:") and words in str(error.value)
 

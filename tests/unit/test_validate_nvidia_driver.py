@@ -15,6 +15,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_valida
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     OS_VARS,
+    Invalid,
     with_facts,
 )
 
@@ -195,7 +196,7 @@ def test_a_mirror_and_its_key():
     ],
 )
 def test_bad_and_conflicting_values_name_the_variable(os_name, changes, variable, words):
-    with pytest.raises(AnsibleFilterError) as error:
+    with pytest.raises(Invalid) as error:
         values(os_name, **changes)
     message = str(error.value)
     assert message.startswith(f"{variable}: ") and words in message, message

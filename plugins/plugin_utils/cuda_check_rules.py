@@ -1,7 +1,8 @@
 """The decision of the cuda_check role: can this host's NVIDIA driver run the torch build of the
 training venv, and does the host have the driver, CUDA, toolkit and cuDNN versions asked for?
+The cuda_check_verify action decides with it.
 
-{{ facts | cuda_check_decide(settings) }}
+cuda_check_decide(facts, settings)
     facts: the JSON that roles/cuda_check/files/cuda_facts.py prints on the host;
     settings: {variable name: value} of the role's variables (cuda_check_venv,
     cuda_check_without_driver, cuda_check_min_driver_version, ...).
@@ -14,7 +15,6 @@ Versions are compared number by number (535.104.05 is newer than 535.54.03), nev
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import cuda_compat
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cuda_compat import (
     at_least,
@@ -179,12 +179,10 @@ def _requested(facts: dict, settings: dict, driver_loaded: bool) -> list[str]:
 
 def cuda_check_decide(facts: object, settings: object) -> dict:
     if not isinstance(facts, dict) or not isinstance(settings, dict):
-        raise AnsibleFilterError(
-            "cuda_check_decide: expected the facts and the settings as mappings"
-        )
+        raise TypeError("cuda_check_decide: expected the facts and the settings as mappings")
     missing = [name for name in SETTINGS if name not in settings]
     if missing:
-        raise AnsibleFilterError(f"cuda_check_decide: settings lack {', '.join(missing)}")
+        raise ValueError(f"cuda_check_decide: settings lack {', '.join(missing)}")
     venv = settings["cuda_check_venv"]
     nvml = facts.get("nvml") or {}
     module = facts.get("kernel_module") or {}
@@ -267,8 +265,3 @@ def _result(status: str, reason: str, problems: list, warnings: list, table: lis
         "table": table,
         "message": "\n".join(lines),
     }
-
-
-class FilterModule:
-    def filters(self):
-        return {"cuda_check_decide": cuda_check_decide}
