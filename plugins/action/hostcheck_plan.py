@@ -38,6 +38,10 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     ActionModule as Validation,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dataloader_workload import (
+    ranks_per_node,
+    sweep_max_workers,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -198,7 +202,7 @@ def dataloader_workload(variables: dict, host: dict) -> dict:
     hostcheck loop --sweep resolves them; sample_cost_us None for jpeg samples (not
     compared)."""
     given = {key: variables[name] for key, name in WORKLOAD_VARIABLES.items()}
-    ranks = int(given["ranks_per_node"]) or max(1, int(host["gpus"]))
+    ranks = ranks_per_node(int(given["ranks_per_node"]), int(host["gpus"]))
     sample = str(given["sample"])
     return {
         "sample": sample,
@@ -207,7 +211,8 @@ def dataloader_workload(variables: dict, host: dict) -> dict:
         "step_time_s": int(given["step_time_s"]) / 1000,
         "ranks_per_node": ranks,
         "dataset_path": str(given["dataset_path"]) or None,
-        "max_workers": int(given["max_workers"]) or max(1, int(host["physical_cores"]) // ranks),
+        "max_workers": int(given["max_workers"])
+        or sweep_max_workers(int(host["physical_cores"]), ranks),
     }
 
 
