@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.action import hostcheck_plan
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import (
+    dataloader_workload as shared,
+)
 
-from hostcheck._shared import dataloader_workload as shared
 from hostcheck.checks import loop as loop_check
 from tests.unit.role_dataloader import HOST, VARIABLES
 
@@ -35,6 +37,6 @@ def test_the_role_and_hostcheck_use_the_one_file():
 
     assert file_of(hostcheck_plan.ranks_per_node) == Path(shared.__file__).resolve()
     assert file_of(hostcheck_plan.sweep_max_workers) == Path(shared.__file__).resolve()
-    assert loop_check.ranks_per_node is shared.ranks_per_node
+    assert file_of(loop_check.ranks_per_node) == Path(shared.__file__).resolve()
     eight = hostcheck_plan.dataloader_workload(VARIABLES, {**HOST, "gpus": 8, "physical_cores": 20})
     assert (eight["ranks_per_node"], eight["max_workers"]) == (8, 2)
