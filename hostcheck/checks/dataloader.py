@@ -10,6 +10,8 @@ from __future__ import annotations
 from hostcheck import config as c
 from hostcheck import dataloader
 from hostcheck.checks.base import CheckContext, CheckSpec
+from hostcheck.dataloader.freshness import ROLE_VARIABLE
+from hostcheck.dataloader.training import resolve
 from hostcheck.model import CheckResult, Finding, Status
 
 SCHEMA = c.obj(
@@ -44,7 +46,7 @@ def _data(path: str, state: str, found: dataloader.SettingsFile | None = None) -
 
 def run(ctx: CheckContext) -> CheckResult:
     cfg = ctx.config
-    path, named = dataloader.resolve(cfg["path"], ctx.system.env)
+    path, named = resolve(cfg["path"], ctx.system.env)
     max_age_days = cfg["max_age_days"]
     max_age_s = None if max_age_days is None else max_age_days * 86400
     try:
@@ -65,8 +67,7 @@ def run(ctx: CheckContext) -> CheckResult:
     if found is None:
         return CheckResult.skipped(
             "dataloader",
-            f"no DataLoader settings file at {path} "
-            f"(role variable {dataloader.ROLE_VARIABLE} writes one)",
+            f"no DataLoader settings file at {path} (role variable {ROLE_VARIABLE} writes one)",
             _data(path, "absent"),
         )
     kwargs = ", ".join(f"{k}={v}" for k, v in found.dataloader.kwargs().items())

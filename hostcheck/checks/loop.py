@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostcheck._shared.dataloader_workload import ranks_per_node
 from hostcheck._shared.sizes import format_size
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.checks.cpu import read_topology, workers_per_rank
@@ -34,7 +35,7 @@ def host_workers(system: System, section: dict) -> tuple[int, int, int]:
     (cores - 1 x ranks) // ranks, ranks one per NVIDIA GPU on the PCI bus (1 if none)."""
     topo = read_topology(system)
     cores = topo.physical_cores or len(topo.online) or 1
-    ranks = section.get("ranks") or max(1, len(nvidia_gpus(system)))
+    ranks = ranks_per_node(section.get("ranks"), len(nvidia_gpus(system)))
     return cores, ranks, workers_per_rank(cores, ranks, 1)
 
 

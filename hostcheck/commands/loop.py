@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
 
+    from hostcheck._shared.dataloader_workload import sweep_max_workers
     from hostcheck.checks import loop as loop_check
     from hostcheck.checks.base import RunOptions
     from hostcheck.loop import command
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.sweep:
-            budget = max(1, data["physical_cores"] // data["ranks"])
+            budget = sweep_max_workers(data["physical_cores"], data["ranks"])
             max_workers = budget if args.max_workers is None else args.max_workers
             check, lines = command.run_sweep(
                 settings, section, max_workers, console, data, args.plot

@@ -272,7 +272,7 @@ def write_settings(path: str, check: CheckResult, base: LoopSettings, system: An
     """Write the sweep's recommendation (in the loop check's data) as the DataLoader
     settings file hostcheck.dataloader reads; the line that says so. OSError when the
     file cannot be written."""
-    from hostcheck import dataloader
+    from hostcheck.dataloader import Workload, writing
 
     sweep = check.data["sweep"]
     if sweep["recommendation"] is None:
@@ -283,7 +283,7 @@ def write_settings(path: str, check: CheckResult, base: LoopSettings, system: An
     )
     if recommendation is None:
         return f"settings: not written to {path}: no configuration without a prefetcher ran"
-    workload = dataloader.Workload(
+    workload = Workload(
         sample=base.sample,
         sample_cost_us=None if base.sample == "jpeg" else round(base.sample_cost_s * 1e6, 3),
         image_size=base.image_size,
@@ -293,13 +293,13 @@ def write_settings(path: str, check: CheckResult, base: LoopSettings, system: An
         dataset_path=base.dataset_path,
         max_workers=sweep["max_workers"],
     )
-    host = dataloader.this_host(
+    host = writing.this_host(
         check.data["physical_cores"],
         system.total_memory(),
         device if device.startswith("cuda") else "cpu",
     )
-    found = dataloader.record(recommendation, workload, host, sweep["tolerance"], path=path)
-    dataloader.write(path, found)
+    found = writing.record(recommendation, workload, host, sweep["tolerance"], path=path)
+    writing.write(path, found)
     kwargs = ", ".join(f"{k}={v}" for k, v in found.dataloader.kwargs().items())
     return f"settings: {path}: DataLoader({kwargs})" + (
         "; a prefetcher in the training loop would be faster still" if found.prefetcher else ""

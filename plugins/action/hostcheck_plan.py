@@ -13,8 +13,9 @@ message says all of it.
       register: __hostcheck_host
 
 The DataLoader settings file (hostcheck_dataloader_*) is measured again when it is missing,
-malformed, stale (measured on another host name or CPU count), recorded for another workload
-than the variables give, or hostcheck is (re)installed; `plan.dataloader_argv` is the
+malformed or stale (the hostcheck in the venv judges it, as training code reads it; before
+hostcheck is installed it cannot, and the file is measured again), recorded for another
+workload than the variables give, or hostcheck is (re)installed; `plan.dataloader_argv` is the
 `hostcheck loop --sweep --write` that measures it. Documented in
 plugins/modules/hostcheck_plan.py.
 """
@@ -36,6 +37,10 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     ActionModule as Validation,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dataloader_workload import (
+    ranks_per_node,
+    sweep_max_workers,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 from packaging.requirements import InvalidRequirement, Requirement
@@ -197,7 +202,7 @@ def dataloader_workload(variables: dict, host: dict) -> dict:
     hostcheck loop --sweep resolves them; sample_cost_us None for jpeg samples (not
     compared)."""
     given = {key: variables[name] for key, name in WORKLOAD_VARIABLES.items()}
-    ranks = int(given["ranks_per_node"]) or max(1, int(host["gpus"]))
+    ranks = ranks_per_node(int(given["ranks_per_node"]), int(host["gpus"]))
     sample = str(given["sample"])
     return {
         "sample": sample,
@@ -206,7 +211,8 @@ def dataloader_workload(variables: dict, host: dict) -> dict:
         "step_time_s": int(given["step_time_s"]) / 1000,
         "ranks_per_node": ranks,
         "dataset_path": str(given["dataset_path"]) or None,
-        "max_workers": int(given["max_workers"]) or max(1, int(host["physical_cores"]) // ranks),
+        "max_workers": int(given["max_workers"])
+        or sweep_max_workers(int(host["physical_cores"]), ranks),
     }
 
 
@@ -220,34 +226,6 @@ def wanted_workload(variables: dict, found: dict | None) -> dict | None:
     )
 
 
-def _count(value: object, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-def settings_problem(settings: dict) -> str:
-    """'' when the file's object is a DataLoader settings file the role can judge, else why
-    it is malformed."""
-    if "malformed" in settings:
-        return str(settings["malformed"])
-    if settings.get("kind") != DATALOADER_KIND:
-        return f"kind {to_json(settings.get('kind'))}, not {DATALOADER_KIND}"
-    if settings.get("schema_version") != 1:
-        return f"schema_version {to_json(settings.get('schema_version'))}, not 1"
-    for section in ("host", "workload", "dataloader"):
-        if not isinstance(settings.get(section), Mapping):
-            return f"{section} is not an object"
-    loader = settings["dataloader"]
-    factor = loader.get("prefetch_factor")
-    if not (
-        _count(loader.get("num_workers"), 0)
-        and isinstance(loader.get("pin_memory"), bool)
-        and isinstance(loader.get("persistent_workers"), bool)
-        and (factor is None or _count(factor, 1))
-    ):
-        return f"dataloader is {to_json(loader)}"
-    return ""
-
-
 def _same(recorded: object, wanted: object) -> bool:
     if isinstance(wanted, float) and isinstance(recorded, (int, float)):
         return not isinstance(recorded, bool) and abs(recorded - wanted) <= 1e-9 * max(1, wanted)
@@ -256,11 +234,12 @@ def _same(recorded: object, wanted: object) -> bool:
 
 def dataloader_reasons(found: dict | None, workload: dict | None, installing: bool) -> list[str]:
     """Why the DataLoader settings file must be measured again or removed (empty: nothing).
-    found: the probe's dataloader reading; workload: dataloader_workload(), None when
+    found: the probe's dataloader reading, whose verdict is the venv's hostcheck's (valid and
+    fresh as training code reads it); workload: dataloader_workload(), None when
     hostcheck_dataloader_enabled is false (a file of the role's kind is then removed)."""
     if found is None:
         return []
-    path, settings, host = found["path"], found["settings"], found["host"]
+    path, settings = found["path"], found["settings"]
     if workload is None:
         if settings is not None and settings.get("kind") == DATALOADER_KIND:
             return [f"hostcheck_dataloader_enabled is false: {path} (written by hostcheck loop "
@@ -268,16 +247,11 @@ def dataloader_reasons(found: dict | None, workload: dict | None, installing: bo
         return []
     if settings is None:
         return [f"{path} does not exist"]
-    problem = settings_problem(settings)
-    if problem:
-        return [f"{path} is malformed: {problem}"]
-    measured = settings["host"]
-    then = (measured.get("hostname"), measured.get("cpus"))
-    if then != (host["hostname"], host["cpus"]):
-        return [
-            f"{path} is stale: measured on {then[0]} with {then[1]} CPUs, this host is "
-            f"{host['hostname']} with {host['cpus']}"
-        ]
+    state, problem = found["verdict"]["state"], found["verdict"]["problem"]
+    if state == "unjudged":
+        return [f"{path} cannot be judged: {problem}"]
+    if state != "ok":
+        return [f"{path} is {state}: {problem.removeprefix(f'{state}: ')}"]
     recorded = settings["workload"]
     reasons = [
         f"{path} records {key} {to_json(recorded.get(key))}, {WORKLOAD_VARIABLES[key]} "

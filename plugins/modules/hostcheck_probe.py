@@ -19,8 +19,9 @@ description:
     memory and swap, users and groups, the NVIDIA driver and GPUs, the DataLoader settings
     file. Reading it costs milliseconds, where hostcheck itself costs seconds.
   - With O(read.dataloader_path), reads the DataLoader settings file `hostcheck loop --sweep
-    --write` keeps there, and what its staleness and workload are judged by (the host name,
-    the usable CPUs, the physical cores and the NVIDIA GPUs on the PCI bus).
+    --write` keeps there, asks the hostcheck in the venv whether it is valid and stands for
+    this host (the rules training code reads it by), and reads what the workload is judged by
+    (the physical cores and the NVIDIA GPUs on the PCI bus).
   - With O(record), after hostcheck passed, writes these parts and the report's digest to
     C(report.host-state.json) beside the report (the only thing it ever writes); the role
     then runs hostcheck again only when the report or a part changed.
@@ -138,9 +139,10 @@ dirs:
 dataloader:
   description: >-
     {path, settings (the file's JSON object; null when absent; {malformed} when it is not
-    one, by the rules of hostcheck.dataloader in the venv where it can be imported), host
-    ({hostname, cpus, physical_cores, gpus}, what the file is judged by), dataset_is_dir};
-    null without read.dataloader_path.
+    JSON or not an object), verdict (null when absent, else what hostcheck.dataloader.read of
+    the hostcheck in the venv says: {state (ok, malformed or stale), problem}; state
+    unjudged where no hostcheck there can be imported), host ({physical_cores, gpus}, what
+    the workload is judged by), dataset_is_dir}; null without read.dataloader_path.
   type: dict
   returned: always
 """
@@ -381,8 +383,8 @@ def host_parts(spec: dict, venv_listed: list, root: str = "/") -> dict[str, str]
 
 
 def settings_rules(venv: str):
-    """hostcheck.dataloader of the hostcheck in the venv (standard library only): the rules
-    training code reads the settings file by. None where it cannot be imported here."""
+    """(hostcheck.dataloader of the hostcheck in the venv, '') where it can be imported here
+    (standard library only), else (None, why not)."""
     for folder in site_packages(venv):
         if not os.path.isfile(os.path.join(folder, "hostcheck", "dataloader", "__init__.py")):
             continue
@@ -392,21 +394,19 @@ def settings_rules(venv: str):
         sys.path.insert(0, folder)
         try:
             from hostcheck import dataloader
-        except Exception:  # another Python, a broken install: the module's own reading
-            return None
+        except Exception as exc:  # another Python, a broken install
+            return None, f"hostcheck in {venv} cannot be imported here: {exc}"
         finally:
             sys.path.remove(folder)
             for name in [n for n in sys.modules if n == "hostcheck" or n.startswith("hostcheck.")]:
                 del sys.modules[name]
             sys.modules.update(before)
-        return dataloader
-    return None
+        return dataloader, ""
+    return None, f"hostcheck is not installed in {venv}"
 
 
-def read_settings(path: str, venv: str = "") -> dict | None:
-    """The settings file's JSON object; None when absent, {malformed} when not one (by the
-    rules of hostcheck.dataloader in the venv where it imports, else not JSON or not an
-    object)."""
+def read_settings(path: str) -> dict | None:
+    """The settings file's JSON object; None when absent, {malformed} when it is not one."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read(SETTINGS_MAX_BYTES + 1)
@@ -416,12 +416,6 @@ def read_settings(path: str, venv: str = "") -> dict | None:
         return {"malformed": f"cannot be read: {exc.strerror or exc}"}
     if len(raw) > SETTINGS_MAX_BYTES:
         return {"malformed": f"larger than {SETTINGS_MAX_BYTES} bytes"}
-    rules = settings_rules(venv) if venv else None
-    if rules is not None:
-        try:
-            rules.parse(raw, path)
-        except rules.SettingsFileError as exc:
-            return {"malformed": exc.problem}
     try:
         document = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -429,6 +423,20 @@ def read_settings(path: str, venv: str = "") -> dict | None:
     if not isinstance(document, dict):
         return {"malformed": "not a JSON object"}
     return document
+
+
+def settings_verdict(path: str, venv: str) -> dict:
+    """What the hostcheck in the venv says of the settings file, by the call training code
+    makes (hostcheck.dataloader.read): {state: ok, malformed or stale, problem}; state
+    unjudged, and why, where no hostcheck there can be asked."""
+    rules, why_not = settings_rules(venv)
+    if rules is None:
+        return {"state": "unjudged", "problem": why_not}
+    try:
+        rules.read(path)
+    except rules.SettingsFileError as exc:
+        return {"state": exc.state, "problem": exc.problem}
+    return {"state": "ok", "problem": ""}
 
 
 def cpu_list(text: str | None) -> list[int]:
@@ -462,22 +470,17 @@ def nvidia_gpu_count(root: str) -> int:
     return sum(kind == GPU for dummy, kind, dummy in functions)
 
 
-def host_cpus() -> int:
-    """The host's online CPUs, as the settings file records them (hostcheck.dataloader)."""
-    return os.cpu_count() or 1
-
-
 def read_dataloader(spec: dict, root: str = "/") -> dict | None:
     path = spec.get("dataloader_path")
     if not path:
         return None
     dataset = spec.get("dataloader_dataset") or ""
+    settings = read_settings(path)
     return {
         "path": path,
-        "settings": read_settings(path, spec["venv"]),
+        "settings": settings,
+        "verdict": None if settings is None else settings_verdict(path, spec["venv"]),
         "host": {
-            "hostname": os.uname().nodename,
-            "cpus": host_cpus(),
             "physical_cores": physical_cores(root),
             "gpus": nvidia_gpu_count(root),
         },

@@ -1,11 +1,13 @@
 """A DataLoader settings file as `hostcheck loop --sweep --write` writes it, and the probe's
-reading of a host, for the unit tests of the hostcheck role's plan and verification."""
+reading of a host (the verdict by hostcheck.dataloader's own rules, as the probe asks the
+venv's hostcheck), for the unit tests of the hostcheck role's plan and verification."""
 
 from __future__ import annotations
 
 import copy
 
 from hostcheck import dataloader
+from hostcheck.dataloader import freshness, schema
 
 PATH = "/etc/hostcheck/dataloader.json"
 # The hostcheck_dataloader_* variables as the role's defaults give them, for sample sleep.
@@ -18,7 +20,8 @@ VARIABLES = {
     "hostcheck_dataloader_dataset_path": "",
     "hostcheck_dataloader_max_workers": 0,
 }
-HOST = {"hostname": "node1", "cpus": 8, "physical_cores": 4, "gpus": 0}
+# What the probe reads of node1 for the workload (it has 8 online CPUs)
+HOST = {"physical_cores": 4, "gpus": 0}
 # What the sweep writes for a sleep workload on node1 (8 usable CPUs, 4 cores, no GPU), made
 # by hostcheck.dataloader itself.
 SETTINGS = dataloader.record(
@@ -52,11 +55,32 @@ def settings(**sections) -> dict:
     return document
 
 
-def found(document: dict | None = SETTINGS, **host) -> dict:
-    """What the probe returns under `dataloader` for a host holding this document."""
+def verdict(document: dict, hostname: str, cpus: int) -> dict:
+    """What hostcheck.dataloader says of this document on the host `hostname` with `cpus`
+    online CPUs, as the probe returns it."""
+    try:
+        measured = schema.from_document(document, PATH)
+    except dataloader.SettingsFileError as exc:
+        return {"state": exc.state, "problem": exc.problem}
+    problem = freshness.stale_problem(measured, hostname, cpus)
+    return {"state": "stale" if problem else "ok", "problem": problem}
+
+
+def found(
+    document: dict | None = SETTINGS,
+    *,
+    hostname: str = "node1",
+    cpus: int = 8,
+    judged: dict | None = None,
+    **host,
+) -> dict:
+    """What the probe returns under `dataloader` for the host `hostname` with `cpus` CPUs
+    holding this document; `judged`: the venv's verdict when it is not hostcheck.dataloader's
+    on the document (a file that is not JSON, no hostcheck to ask)."""
     return {
         "path": PATH,
         "settings": copy.deepcopy(document),
+        "verdict": None if document is None else judged or verdict(document, hostname, cpus),
         "host": {**HOST, **host},
         "dataset_is_dir": None,
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import json
 import os
 import stat
@@ -21,6 +22,7 @@ from hostcheck import dataloader
 from hostcheck.checks.base import CheckContext, RunOptions
 from hostcheck.cli import main
 from hostcheck.config import load_profile
+from hostcheck.dataloader import freshness, schema, training, writing
 from hostcheck.model import Status
 from hostcheck.registry import CHECKS, profile_schema
 from hostcheck.runner import run_checks
@@ -109,7 +111,7 @@ def put(path: Path, content: dict | str) -> Path:
 @pytest.fixture
 def no_file(tmp_path, monkeypatch):
     """No settings file anywhere: the default path is absent and nothing is named."""
-    monkeypatch.setattr(dataloader, "DEFAULT_PATH", str(tmp_path / "etc" / "dataloader.json"))
+    monkeypatch.setattr(training, "DEFAULT_PATH", str(tmp_path / "etc" / "dataloader.json"))
     monkeypatch.delenv(dataloader.ENV_VAR, raising=False)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
     return tmp_path
@@ -244,7 +246,7 @@ def test_a_failed_write_is_exit_two_after_the_recommendation(tmp_path, monkeypat
     def full(path, found):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(dataloader, "write", full)
+    monkeypatch.setattr(writing, "write", full)
     path = tmp_path / "dataloader.json"
     argv = ["loop", "--sweep", "--sample", "sleep", "--sample-cost-us", "200", "--batch-size"]
     argv += ["4", "--step-ms", "2", "--seconds", "0.2", "--max-workers", "0", "--write", str(path)]
@@ -289,8 +291,8 @@ def test_settings_from_the_file_named_by_the_environment(tmp_path, no_file, monk
 
 
 def test_the_default_path_is_read_when_nothing_is_named(no_file):
-    put(Path(dataloader.DEFAULT_PATH), DOCUMENT)
-    assert dataloader.load().path == dataloader.DEFAULT_PATH
+    put(Path(training.DEFAULT_PATH), DOCUMENT)
+    assert dataloader.load().path == training.DEFAULT_PATH
     assert dataloader.settings(cuda=True)["num_workers"] == 1
 
 
@@ -368,7 +370,7 @@ def test_other_rank_counts_share_the_recorded_worker_budget(
         "prefetch_factor": 4 if recorded_workers else None,
         "persistent_workers": recorded_workers > 0,
     }
-    found = dataloader.from_document(
+    found = schema.from_document(
         document(
             host={"cpus": cpus}, workload={"ranks_per_node": recorded_ranks}, dataloader=loader
         ),
@@ -382,7 +384,7 @@ def test_every_kind_of_kwargs_builds_a_dataloader():
     torch = pytest.importorskip("torch")
     data = torch.utils.data.TensorDataset(torch.arange(8))
     cases = [dataloader.fallback(c, r, False) for c in (1, 4) for r in (1, 8)]
-    found = dataloader.from_document(DOCUMENT, "f.json")
+    found = schema.from_document(DOCUMENT, "f.json")
     cases += [found.kwargs_for(r) for r in (1, 2, 64)]
     for kwargs in cases:
         loader = torch.utils.data.DataLoader(data, batch_size=4, **kwargs)
@@ -500,12 +502,32 @@ def test_an_old_file_is_stale_only_with_max_age(tmp_path):
     assert dataloader.load(path, max_age_s=100 * 365 * 86400) is not None
 
 
+def test_staleness_is_judged_for_the_host_given():
+    """The rule the hostcheck role asks the venv's hostcheck for: for a host and a time given,
+    not only this process's."""
+    found = schema.from_document(document(measured_at="2026-01-01T00:00:00Z"), "f.json")
+    now = datetime.datetime(2026, 1, 4, tzinfo=datetime.timezone.utc).timestamp()  # 3 days on
+    assert freshness.stale_problem(found, HOSTNAME, CPUS, None, now) == ""
+    assert freshness.stale_problem(found, HOSTNAME, CPUS, 3 * 86400, now) == ""
+    assert freshness.stale_problem(found, "node9", CPUS, None, now) == (
+        f"stale: measured on {HOSTNAME} with {CPUS} CPUs, this is node9 with {CPUS} CPUs: "
+        + STALE.format(path="f.json")
+    )
+    assert freshness.stale_problem(found, HOSTNAME, CPUS + 1, None, now).startswith(
+        f"stale: measured on {HOSTNAME} with {CPUS} CPUs, this is {HOSTNAME} with {CPUS + 1} "
+    )
+    assert freshness.stale_problem(found, HOSTNAME, CPUS, 2 * 86400, now) == (
+        "stale: measured at 2026-01-01T00:00:00Z, 3.0 days ago, more than the 2.0 days "
+        f"allowed: {STALE.format(path='f.json')}"
+    )
+
+
 def test_the_published_schema_and_the_validation_agree():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     jsonschema.validate(DOCUMENT, SCHEMA)
     properties = SCHEMA["properties"]
-    assert list(properties) == list(dataloader.KEYS) == SCHEMA["required"]
-    for name, (cls, rules) in dataloader.SECTIONS.items():
+    assert list(properties) == list(schema.KEYS) == SCHEMA["required"]
+    for name, (cls, rules) in schema.SECTIONS.items():
         names = list(cls._fields)
         assert list(properties[name]["properties"]) == names == list(rules), name
         assert properties[name]["required"] == names
@@ -518,7 +540,7 @@ def test_the_published_schema_and_the_validation_agree():
         document(workload={"sample": "busy", "sample_cost_us": 2000, "dataset_path": "/data"}),
     ):
         jsonschema.validate(zero, SCHEMA)
-        assert dataloader.from_document(zero, "f.json").to_dict() == zero
+        assert schema.from_document(zero, "f.json").to_dict() == zero
 
 
 # ---------------------------------------------------------------- writing it
@@ -537,7 +559,7 @@ def written_file(path: Path, num_workers: int = 1) -> dataloader.SettingsFile:
         "shm_bytes": 1024,
     }
     workload = dataloader.Workload("busy", 2000.0, 224, 64, 0.1, 1, None, 2)
-    host = dataloader.this_host(2, 2**30, "cpu")
+    host = writing.this_host(2, 2**30, "cpu")
     return dataloader.record(recommendation, workload, host, 0.05, path=str(path))
 
 

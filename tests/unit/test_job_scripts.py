@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from hostcheck import dataloader
+from hostcheck.dataloader import writing
 from hostcheck.loop import theory
 from tests.jobs import imagefolder_tree
 from tests.jobs.scripts import (
@@ -175,7 +176,7 @@ def settings_file(path: Path, workers: int, ranks: int) -> Path:
         "shm_bytes": 0,
     }
     workload = dataloader.Workload("jpeg", None, 224, 32, 0.05, ranks, None, 2)
-    host = dataloader.this_host(os.cpu_count() or 1, 2**30, "cpu")
+    host = writing.this_host(os.cpu_count() or 1, 2**30, "cpu")
     dataloader.write(path, dataloader.record(recommendation, workload, host, 0.05, path=path))
     return path
 

@@ -16,7 +16,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan impor
     install_reasons,
     plan_message,
     run_reasons,
-    settings_problem,
     stale_reasons,
     sweep_argv,
     timer_reasons,
@@ -466,9 +465,12 @@ def test_the_settings_file_and_what_it_is_judged_by_are_read(loader_host):
     read_ = read(loader_host)["dataloader"]
     assert read_["path"] == str(loader_host["loader"])
     assert read_["settings"] == SETTINGS
-    host = read_["host"]
-    assert (host["physical_cores"], host["gpus"]) == (2, 1)
-    assert host["hostname"] and host["cpus"] >= 1
+    # the venv holds hostcheck's metadata but not its package: nothing can judge the file
+    assert read_["verdict"] == {
+        "state": "unjudged",
+        "problem": f"hostcheck is not installed in {loader_host['venv']}",
+    }
+    assert read_["host"] == {"physical_cores": 2, "gpus": 1}
     assert read_["dataset_is_dir"] is None
     loader_host["spec"]["dataloader_dataset"] = str(loader_host["tmp"])
     assert read(loader_host)["dataloader"]["dataset_is_dir"] is True
@@ -487,33 +489,47 @@ def test_an_absent_malformed_or_foreign_settings_file(loader_host):
     assert read(loader_host)["dataloader"]["settings"] == {"kind": "mine"}
     path.unlink()
     assert read(loader_host)["dataloader"]["settings"] is None
+    assert read(loader_host)["dataloader"]["verdict"] is None
     del loader_host["spec"]["dataloader_path"]
     assert read(loader_host)["dataloader"] is None
 
 
 def test_the_venvs_hostcheck_judges_the_settings_file_as_training_code_would(loader_host):
-    """With hostcheck.dataloader in the venv its own rules apply (a file the module's reading
-    alone would take, but hostcheck.dataloader.settings() refuses, is malformed)."""
+    """The probe asks hostcheck.dataloader of the venv's hostcheck (read(), training code's
+    call) whether the file is valid and stands for this host; the role has no rule of its
+    own."""
+    import os
     import sys
 
     import hostcheck
-    from hostcheck import dataloader
+    from hostcheck.dataloader import writing
 
+    package = Path(hostcheck.__file__).parent
     site = loader_host["venv"] / "lib" / "python3.11" / "site-packages"
-    for module in (hostcheck, dataloader):
-        target = (
-            site / "hostcheck" / Path(module.__file__).relative_to(Path(hostcheck.__file__).parent)
-        )
+    for source in [package / "__init__.py", *(package / "dataloader").glob("*.py")]:
+        target = site / "hostcheck" / source.relative_to(package)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(Path(module.__file__).read_text())
+        target.write_text(source.read_text())
     before = dict(sys.modules)
-    assert read(loader_host)["dataloader"]["settings"] == SETTINGS
+    here, cpus = os.uname().nodename, os.cpu_count() or 1
+    assert read(loader_host)["dataloader"]["verdict"] == {
+        "state": "stale",
+        "problem": f"stale: measured on node1 with 8 CPUs, this is {here} with {cpus} CPUs: "
+        f"measure again with hostcheck loop --sweep --write {loader_host['loader']} (role "
+        "variable hostcheck_dataloader_enabled)",
+    }
+    this_host = writing.this_host(4, 16 * 2**30, "cpu")._asdict()
+    loader_host["loader"].write_text(json.dumps(settings(host=this_host)))
+    assert read(loader_host)["dataloader"]["verdict"] == {"state": "ok", "problem": ""}
     lacking = {k: v for k, v in SETTINGS.items() if k != "measured"}
     loader_host["loader"].write_text(json.dumps(lacking))
-    assert read(loader_host)["dataloader"]["settings"] == {"malformed": "measured: missing"}
+    assert read(loader_host)["dataloader"]["verdict"] == {
+        "state": "malformed",
+        "problem": "measured: missing",
+    }
     loader_host["loader"].write_text("{half")
-    said = read(loader_host)["dataloader"]["settings"]["malformed"]
-    assert said.startswith("not valid JSON: ")
+    verdict = read(loader_host)["dataloader"]["verdict"]
+    assert verdict["state"] == "malformed" and verdict["problem"].startswith("not valid JSON: ")
     # this process's own hostcheck modules are as they were
     assert {n: sys.modules.get(n) for n in before if n.startswith("hostcheck")} == {
         n: m for n, m in before.items() if n.startswith("hostcheck")
@@ -573,40 +589,65 @@ def test_settings_as_measured_for_this_workload_need_nothing():
     assert dataloader_reasons(found(jpeg), wanted, False) == []
 
 
+STALE = (
+    f"measure again with hostcheck loop --sweep --write {PATH} (role variable "
+    "hostcheck_dataloader_enabled)"
+)
+
+
 def test_a_missing_malformed_or_stale_file_is_measured_again():
     assert dataloader_reasons(found(None), WORKLOAD, False) == [f"{PATH} does not exist"]
-    assert dataloader_reasons(found({"malformed": "not JSON: x"}), WORKLOAD, False) == [
-        f"{PATH} is malformed: not JSON: x"
-    ]
+    not_json = {"state": "malformed", "problem": "not valid JSON: x"}
+    assert dataloader_reasons(
+        found({"malformed": "not JSON: x"}, judged=not_json), WORKLOAD, False
+    ) == [f"{PATH} is malformed: not valid JSON: x"]
     assert dataloader_reasons(found(settings(kind="mine")), WORKLOAD, False) == [
-        f'{PATH} is malformed: kind "mine", not hostcheck-dataloader-settings'
+        f'{PATH} is malformed: kind: expected "hostcheck-dataloader-settings", got "mine"'
     ]
     assert dataloader_reasons(found(SETTINGS, hostname="node2"), WORKLOAD, False) == [
-        f"{PATH} is stale: measured on node1 with 8 CPUs, this host is node2 with 8"
+        f"{PATH} is stale: measured on node1 with 8 CPUs, this is node2 with 8 CPUs: {STALE}"
     ]
     assert dataloader_reasons(found(SETTINGS, cpus=16), WORKLOAD, False) == [
-        f"{PATH} is stale: measured on node1 with 8 CPUs, this host is node1 with 16"
+        f"{PATH} is stale: measured on node1 with 8 CPUs, this is node1 with 16 CPUs: {STALE}"
     ]
     assert dataloader_reasons(found(), WORKLOAD, installing=True) == [
         f"hostcheck is (re)installed since {PATH} was measured"
     ]
 
 
+def test_before_hostcheck_is_installed_the_file_cannot_be_judged():
+    """The first run (or check mode before it): no hostcheck in the venv to ask, so the file is
+    measured again after the install, whatever it holds."""
+    nobody = {"state": "unjudged", "problem": "hostcheck is not installed in /opt/venvs/train"}
+    assert dataloader_reasons(found(judged=nobody), WORKLOAD, installing=True) == [
+        f"{PATH} cannot be judged: hostcheck is not installed in /opt/venvs/train"
+    ]
+
+
 @pytest.mark.parametrize(
     ("broken", "said"),
     [
-        ({"schema_version": 2}, "schema_version 2, not 1"),
-        ({"workload": None}, "workload is not an object"),
-        ({"host": []}, "host is not an object"),
-        ({"dataloader": {"num_workers": -1}}, "dataloader is "),
-        ({"dataloader": {"num_workers": True}}, "dataloader is "),
-        ({"dataloader": {"pin_memory": "yes"}}, "dataloader is "),
-        ({"dataloader": {"prefetch_factor": 0}}, "dataloader is "),
+        ({"schema_version": 2}, "schema_version 2 is not supported (this hostcheck reads "),
+        ({"workload": None}, "workload: expected an object, got null"),
+        ({"host": []}, "host: expected an object, got an array"),
+        ({"dataloader": {"num_workers": -1}}, "dataloader.num_workers: expected an integer >= 0"),
+        ({"dataloader": {"num_workers": True}}, "dataloader.num_workers: expected an integer >= "),
+        ({"dataloader": {"pin_memory": "yes"}}, "dataloader.pin_memory: expected true or false, "),
+        ({"dataloader": {"prefetch_factor": 0}}, "dataloader.prefetch_factor: expected an integer"),
+        # the role's own copy of the rules took this file; training code refuses it
+        (
+            {"dataloader": {"num_workers": 0, "prefetch_factor": None}},
+            "dataloader.persistent_workers: expected false when num_workers is 0, got true",
+        ),
     ],
 )
-def test_what_makes_a_settings_file_malformed(broken, said):
-    assert settings_problem(settings(**broken)).startswith(said)
-    assert settings_problem(settings(dataloader={"num_workers": 0, "prefetch_factor": None})) == ""
+def test_what_makes_a_settings_file_malformed_is_hostchecks_rule(broken, said):
+    (reason,) = dataloader_reasons(found(settings(**broken)), WORKLOAD, False)
+    assert reason.startswith(f"{PATH} is malformed: {said}")
+    idle = settings(
+        dataloader={"num_workers": 0, "prefetch_factor": None, "persistent_workers": False}
+    )
+    assert dataloader_reasons(found(idle), WORKLOAD, False) == []
 
 
 @pytest.mark.parametrize(

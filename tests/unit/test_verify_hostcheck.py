@@ -178,6 +178,7 @@ def test_the_verdict_of_a_run_now():
 
 
 WORKLOAD = dataloader_workload(VARIABLES, HOST)
+NOT_JSON = {"state": "malformed", "problem": "not valid JSON: x"}
 
 
 def test_settings_measured_for_this_host_and_workload_hold():
@@ -197,7 +198,10 @@ def test_settings_measured_for_this_host_and_workload_hold():
         (found(None), f"{PATH} does not exist"),
         (found(hostname="node9"), f"{PATH} is stale: measured on node1 with 8 CPUs, this "),
         (found(settings(workload={"batch_size": 64})), f"{PATH} records batch_size 64, "),
-        (found({"malformed": "not JSON: x"}), f"{PATH} is malformed: not JSON: x"),
+        (
+            found({"malformed": "not JSON: x"}, judged=NOT_JSON),
+            f"{PATH} is malformed: not valid JSON: x",
+        ),
     ],
 )
 def test_a_missing_stale_or_other_workloads_file_fails_verification(read, named):
