@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck import units
+from hostcheck._shared.cpus import worker_cores
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.checks.cpu import read_topology, workers_per_rank
 from hostcheck.loop import settings as loop_settings
@@ -32,8 +33,7 @@ LINK_FIX = (
 def host_workers(system: System, section: dict) -> tuple[int, int, int]:
     """(physical cores, ranks, num_workers per rank) for a null num_workers: the cpu check's
     (cores - 1 x ranks) // ranks, ranks one per NVIDIA GPU on the PCI bus (1 if none)."""
-    topo = read_topology(system)
-    cores = topo.physical_cores or len(topo.online) or 1
+    cores = worker_cores(read_topology(system).core_of)
     ranks = section.get("ranks") or max(1, len(nvidia_gpus(system)))
     return cores, ranks, workers_per_rank(cores, ranks, 1)
 

@@ -155,6 +155,11 @@ import stat
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cpus import (
+    core_keys,
+    online_cpus,
+    worker_cores,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
@@ -432,29 +437,17 @@ def read_settings(path: str, venv: str = "") -> dict | None:
     return document
 
 
-def cpu_list(text: str | None) -> list[int]:
-    """/sys/devices/system/cpu/online ("0-3,8") as CPU numbers; [] when unreadable."""
-    found: list[int] = []
-    for item in (text or "").strip().split(","):
-        low, dummy, high = item.partition("-")
-        if not low.strip().isdigit() or (high and not high.strip().isdigit()):
-            return []
-        found += range(int(low), int(high or low) + 1)
-    return found
-
-
 def physical_cores(root: str) -> int:
     """Cores (package, die, core) of the online CPUs, as hostcheck's cpu check counts them;
     the online CPUs (at least 1) where the topology is not readable."""
-    cpus = cpu_list(read_text(under(root, "/sys/devices/system/cpu/online")))
-    cores = set()
-    for cpu in cpus:
-        base = under(root, f"/sys/devices/system/cpu/cpu{cpu}/topology")
-        ids = [read_text(f"{base}/{name}") for name in ("physical_package_id", "die_id", "core_id")]
-        if ids[0] is None or ids[2] is None:
-            return len(cpus) or 1
-        cores.add(tuple((value or "0").strip() for value in ids))
-    return len(cores) or len(cpus) or 1
+
+    def read(path: str) -> str | None:
+        return read_text(under(root, path))
+
+    def paths(pattern: str) -> list[str]:
+        return glob.glob(under(root, pattern))
+
+    return worker_cores(core_keys(read, online_cpus(read, paths)))
 
 
 def nvidia_gpu_count(root: str) -> int:
