@@ -145,12 +145,10 @@ dataloader:
   returned: always
 """
 
-import email.parser
 import glob
 import hashlib
 import json
 import os
-import re
 import stat
 import sys
 
@@ -159,6 +157,11 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cpus import (
     core_keys,
     online_cpus,
     worker_cores,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.distributions import (
+    header_values,
+    normalize_name,
+    parse_metadata,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
@@ -218,10 +221,6 @@ def texts(root: str, patterns: list[str]) -> dict[str, str | None]:
     return found
 
 
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def site_packages(venv: str) -> list[str]:
     folders = glob.glob(f"{venv}/lib/python3*/site-packages")
     folders += glob.glob(f"{venv}/lib64/python3*/site-packages")
@@ -243,23 +242,23 @@ def read_venv(venv: str) -> tuple[dict, list]:
             text = read_text(os.path.join(meta, metadata_file))
             if text is None:
                 continue
-            headers = email.parser.Parser().parsestr(text, headersonly=True)
+            headers = parse_metadata(text)
             name, version = headers.get("Name"), headers.get("Version")
             if not name or not version:
                 continue
-            distributions[canonical(name)] = version
+            distributions[normalize_name(name)] = version
             record = os.path.join(meta, "RECORD")
             try:
                 info = os.stat(record)
                 listed.append([os.path.basename(meta), info.st_size, info.st_mtime_ns])
             except OSError:
                 listed.append([os.path.basename(meta), None, None])
-            if canonical(name) == "hostcheck":
+            if normalize_name(name) == "hostcheck":
                 lines = (read_text(record) or "").splitlines()
                 hostcheck = {
                     "version": version,
                     "record": sorted(line for line in lines if ",sha256=" in line),
-                    "requires": headers.get_all("Requires-Dist") or [],
+                    "requires": header_values(text, "Requires-Dist"),
                 }
     found = {
         "python": os.path.exists(f"{venv}/bin/python"),
