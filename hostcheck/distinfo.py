@@ -10,14 +10,13 @@ PKG-INFO and top_level.txt (no hashes).
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import posixpath
-import re
 from dataclasses import dataclass
 
+from hostcheck._shared.distributions import normalize_name, parse_metadata
+from hostcheck._shared.distributions import parse_record as shared_parse_record
 from hostcheck.system import System
 
 
@@ -56,33 +55,13 @@ class InstalledDist:
         return f"{self.name} {self.version}"
 
 
-def normalize_name(name: str) -> str:
-    """PEP 503: Pillow-SIMD, pillow_simd and pillow.simd are the same project."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _top_component(path: str) -> str:
     return posixpath.normpath(path.replace("\\", "/")).split("/", 1)[0]
 
 
 def parse_record(text: str) -> list[RecordEntry]:
     """RECORD: CSV rows `path,hash,size`; hash and size may be empty. Bad rows are skipped."""
-    entries = []
-    for line in re.split(r"\r\n|\r|\n", text):
-        if '"' not in line:
-            row = line.split(",")  # what csv gives for a line without quotes
-        else:
-            try:
-                row = next(csv.reader([line]), [])
-            except csv.Error:
-                continue
-        if not row or not row[0]:
-            continue
-        digest = row[1] if len(row) > 1 and row[1] else None
-        size_text = row[2] if len(row) > 2 else ""
-        size = int(size_text) if size_text.isascii() and size_text.isdigit() else None
-        entries.append(RecordEntry(row[0], digest, size))
-    return entries
+    return [RecordEntry(*row) for row in shared_parse_record(text)]
 
 
 def format_record(entries: list[RecordEntry]) -> str:
@@ -91,26 +70,6 @@ def format_record(entries: list[RecordEntry]) -> str:
     for e in entries:
         writer.writerow([e.path, e.hash or "", "" if e.size is None else e.size])
     return out.getvalue()
-
-
-def record_hash(data: bytes) -> str:
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def parse_metadata(text: str) -> dict[str, str]:
-    """The first value of each header of METADATA / PKG-INFO (email format; the headers
-    end at the first empty line, the description follows)."""
-    headers: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            break
-        if line[:1] in (" ", "\t"):
-            continue  # continuation line
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and key.strip() not in headers:
-            headers[key.strip()] = value.strip()
-    return headers
 
 
 def installed_dists(

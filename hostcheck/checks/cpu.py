@@ -3,10 +3,17 @@ that slow them down (cpufreq governor, transparent huge pages, swap)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from hostcheck import config as c
+from hostcheck._shared.cpus import (
+    CPU_DIR,
+    core_keys,
+    format_cpulist,
+    online_cpus,
+    parse_cpulist,
+    physical_cores,
+)
 from hostcheck._shared.sizes import format_size, parse_size
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
@@ -14,7 +21,6 @@ from hostcheck.mounts import unescape
 from hostcheck.pci import nvidia_gpus
 from hostcheck.system import System
 
-CPU_DIR = "/sys/devices/system/cpu"
 NODE_DIR = "/sys/devices/system/node"
 THP_DIR = "/sys/kernel/mm/transparent_hugepage"
 TAGS = "ansible-playbook site.yml --tags sysctl_tuning"
@@ -52,41 +58,6 @@ MEMORY_SCHEMA = c.obj(
 
 
 # ---------------------------------------------------------------- parsers (pure)
-
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
-
-
-def parse_cpulist(text: str) -> list[int]:
-    """Kernel cpulist format: '0-3,8-11' -> [0, 1, 2, 3, 8, 9, 10, 11]; '' -> []."""
-    cpus: set[int] = set()
-    text = text.strip()
-    if not text:
-        return []
-    for part in text.split(","):
-        match = _RANGE.match(part.strip())
-        if not match:
-            raise ValueError(f"not a cpulist: {text!r}")
-        low = int(match.group(1))
-        high = int(match.group(2)) if match.group(2) is not None else low
-        if high < low:
-            raise ValueError(f"descending range {part!r} in cpulist {text!r}")
-        cpus.update(range(low, high + 1))
-    return sorted(cpus)
-
-
-def format_cpulist(cpus: list[int]) -> str:
-    """The inverse of parse_cpulist, in the kernel's compact form."""
-    parts = []
-    ordered = sorted(set(cpus))
-    start = prev = None
-    for cpu in [*ordered, None]:
-        if cpu is not None and prev is not None and cpu == prev + 1:
-            prev = cpu
-            continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = cpu
-    return ",".join(parts)
 
 
 def parse_bracketed(text: str) -> tuple[str | None, list[str]]:
@@ -153,32 +124,15 @@ class Topology:
 
     @property
     def physical_cores(self) -> int | None:
-        keys = list(self.core_of.values())
-        if not keys or any(k is None for k in keys):
-            return None
-        return len(set(keys))
+        return physical_cores(self.core_of)
 
     def cores_among(self, cpus: list[int]) -> int:
         return len({self.core_of[cpu] for cpu in cpus if self.core_of.get(cpu) is not None})
 
 
 def read_topology(system: System) -> Topology:
-    text = system.read_value(f"{CPU_DIR}/online")
-    try:
-        online = parse_cpulist(text) if text is not None else []
-    except ValueError:
-        online = []
-    if not online:  # older or unusual kernels: every cpuN directory
-        names = [p.rsplit("/", 1)[-1] for p in system.glob(f"{CPU_DIR}/cpu[0-9]*")]
-        online = sorted(int(n[3:]) for n in names if n[3:].isdigit())
-    core_of: dict[int, tuple[int, int, int] | None] = {}
-    for cpu in online:
-        base = f"{CPU_DIR}/cpu{cpu}/topology"
-        package = system.read_int(f"{base}/physical_package_id")
-        core = system.read_int(f"{base}/core_id")
-        die = system.read_int(f"{base}/die_id") or 0  # core_id may repeat across dies
-        core_of[cpu] = None if package is None or core is None else (package, die, core)
-    return Topology(online, core_of)
+    online = online_cpus(system.read, system.glob)
+    return Topology(online, core_keys(system.read, online))
 
 
 def read_governors(system: System, cpus: list[int]) -> dict[int, str]:

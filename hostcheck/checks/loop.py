@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostcheck._shared.cpus import worker_cores
 from hostcheck._shared.dataloader_workload import ranks_per_node
 from hostcheck._shared.sizes import format_size
 from hostcheck.checks.base import CheckContext, CheckSpec
@@ -33,8 +34,7 @@ LINK_FIX = (
 def host_workers(system: System, section: dict) -> tuple[int, int, int]:
     """(physical cores, ranks, num_workers per rank) for a null num_workers: the cpu check's
     (cores - 1 x ranks) // ranks, ranks one per NVIDIA GPU on the PCI bus (1 if none)."""
-    topo = read_topology(system)
-    cores = topo.physical_cores or len(topo.online) or 1
+    cores = worker_cores(read_topology(system).core_of)
     ranks = ranks_per_node(section.get("ranks"), len(nvidia_gpus(system)))
     return cores, ranks, workers_per_rank(cores, ranks, 1)
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from hostcheck import config as c
 from hostcheck import simdscan
+from hostcheck._shared.distributions import record_hash
 from hostcheck.checks.base import CheckContext, CheckSpec
-from hostcheck.distinfo import InstalledDist, installed_dists, record_hash
+from hostcheck.distinfo import InstalledDist, installed_dists
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.system import System
 

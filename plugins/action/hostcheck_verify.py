@@ -36,8 +36,10 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     ActionModule as Validation,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import systemd_split
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.systemd_quoting import (
+    systemd_split,
+)
 
 # What reading and judging the host need besides the variables.
 VERIFYING = {

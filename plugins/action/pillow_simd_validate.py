@@ -1,6 +1,6 @@
 """The pillow_simd role's decisions: its variables checked, then (read-only, one command) what
 is at pillow_simd_venv on the host and its CPU flags, which decide the AVX2 build; the per-OS
-package lists and cache key (os_vars()) and the inputs of files/pillow_simd_helper.py probe.
+package lists and cache key (os_vars()) and the inputs of files/pillow_simd_probe.py.
 
     - hostcheck.gpu_hosts.pillow_simd_validate:
         pillow_simd_venv: "{{ pillow_simd_venv }}"   # ... every pillow_simd_* variable
@@ -127,7 +127,6 @@ def build_values(
     packages = sorted([*os_vars["__pillow_simd_library_packages"], *extra_packages], key=str.lower)
     packages_hash = hashlib.sha1(" ".join(packages).encode()).hexdigest()
     probe_args = [
-        "probe",
         "--venv", venv,
         "--venv-python", venv_python,
         "--version", str(version),

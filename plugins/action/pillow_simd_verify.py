@@ -4,8 +4,8 @@
         probe_run: "{{ __pillow_simd_probe_run | default(omit) }}"
 
 Validates first (the run's earlier validation is reused), then runs the role's
-files/pillow_simd_helper.py `probe --runtime --hostcheck` on the host (one command, the helper
-on its standard input) and compares what it found with the validated values:
+files/pillow_simd_probe.py `--runtime --hostcheck` on the host (one command, the probe after
+pillow_simd_common.py on its standard input) and compares what it found with the validated values:
 
     pip      the venv's constraints.txt pins the placeholder pillow and pillow-simd, and pip in
              the venv reads it (pip config list), beside the global constraint files
@@ -34,7 +34,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
-AVX2_MIN = 100  # as pillow_simd_helper.py build --min-avx2: fewer is no AVX2 build
+AVX2_MIN = 100  # as pillow_simd_build.py --min-avx2: fewer is no AVX2 build
 BENCH_SECONDS = "1"
 
 Check = tuple[str | None, str]  # (what is wrong or None, what holds)
@@ -177,7 +177,7 @@ def hostcheck_pillow(found: dict, venv: str) -> Check:
 
 
 def verify_found(found: dict, wanted: dict) -> list[str]:
-    """What the helper's probe found against `wanted` (venv, version, avx2_build,
+    """What the probe found against `wanted` (venv, version, avx2_build,
     pillow_simd_avx2, cpu_avx2, benchmark: (run it, why)): the lines that hold, or Invalid
     naming every mismatch."""
     venv, version = wanted["venv"], wanted["version"]
@@ -195,7 +195,7 @@ def verify_found(found: dict, wanted: dict) -> list[str]:
 
 
 def read_probe(out: dict, venv: str, host: str) -> dict:
-    """The helper's JSON from the command's result; Invalid with its message when it failed."""
+    """The probe's JSON from the command's result; Invalid with its message when it failed."""
     try:
         found = json.loads(out.get("stdout") or "")
     except ValueError:
@@ -224,7 +224,8 @@ class ActionModule(Validation):
             "--bench-seconds", BENCH_SECONDS if measured else "0",
             *(["--recount"] if measured else []),
         ]  # fmt: skip
-        out = self.host_command(argv, stdin=self.role_file("pillow_simd_helper.py"))
+        program = self.role_file("pillow_simd_common.py") + self.role_file("pillow_simd_probe.py")
+        out = self.host_command(argv, stdin=program)
         found = read_probe(out, values["venv"], self.host)
         return verify_found(
             found,

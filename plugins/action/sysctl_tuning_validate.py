@@ -28,16 +28,16 @@ import re
 from typing import ClassVar
 
 import jinja2
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.sysctl_tuning import (
-    sysctl_tuning_parse_file,
-    sysctl_tuning_same,
-    sysctl_tuning_settings,
-    sysctl_tuning_todo,
-)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     ROLES,
     Invalid,
     RoleAction,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
+    sysctl_tuning_parse_file,
+    sysctl_tuning_same,
+    sysctl_tuning_settings,
+    sysctl_tuning_todo,
 )
 
 # What the kernel accepts (cpufreq governors; the THP modes of mm/transparent_hugepage).

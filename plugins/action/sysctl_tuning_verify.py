@@ -23,11 +23,11 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_valida
     Tuning,
     blockers,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.sysctl_tuning import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     sysctl_tuning_parse_file,
     sysctl_tuning_same,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 CONTAINER_GUARD = "ConditionVirtualization=!container"
 

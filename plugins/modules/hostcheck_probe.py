@@ -147,16 +147,24 @@ dataloader:
   returned: always
 """
 
-import email.parser
 import glob
 import hashlib
 import json
 import os
-import re
 import stat
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cpus import (
+    core_keys,
+    online_cpus,
+    worker_cores,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.distributions import (
+    header_values,
+    normalize_name,
+    parse_metadata,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
@@ -214,10 +222,6 @@ def texts(root: str, patterns: list[str]) -> dict[str, str | None]:
     return found
 
 
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def site_packages(venv: str) -> list[str]:
     folders = glob.glob(f"{venv}/lib/python3*/site-packages")
     folders += glob.glob(f"{venv}/lib64/python3*/site-packages")
@@ -239,23 +243,23 @@ def read_venv(venv: str) -> tuple[dict, list]:
             text = read_text(os.path.join(meta, metadata_file))
             if text is None:
                 continue
-            headers = email.parser.Parser().parsestr(text, headersonly=True)
+            headers = parse_metadata(text)
             name, version = headers.get("Name"), headers.get("Version")
             if not name or not version:
                 continue
-            distributions[canonical(name)] = version
+            distributions[normalize_name(name)] = version
             record = os.path.join(meta, "RECORD")
             try:
                 info = os.stat(record)
                 listed.append([os.path.basename(meta), info.st_size, info.st_mtime_ns])
             except OSError:
                 listed.append([os.path.basename(meta), None, None])
-            if canonical(name) == "hostcheck":
+            if normalize_name(name) == "hostcheck":
                 lines = (read_text(record) or "").splitlines()
                 hostcheck = {
                     "version": version,
                     "record": sorted(line for line in lines if ",sha256=" in line),
-                    "requires": headers.get_all("Requires-Dist") or [],
+                    "requires": header_values(text, "Requires-Dist"),
                 }
     found = {
         "python": os.path.exists(f"{venv}/bin/python"),
@@ -439,29 +443,17 @@ def settings_verdict(path: str, venv: str) -> dict:
     return {"state": "ok", "problem": ""}
 
 
-def cpu_list(text: str | None) -> list[int]:
-    """/sys/devices/system/cpu/online ("0-3,8") as CPU numbers; [] when unreadable."""
-    found: list[int] = []
-    for item in (text or "").strip().split(","):
-        low, dummy, high = item.partition("-")
-        if not low.strip().isdigit() or (high and not high.strip().isdigit()):
-            return []
-        found += range(int(low), int(high or low) + 1)
-    return found
-
-
 def physical_cores(root: str) -> int:
     """Cores (package, die, core) of the online CPUs, as hostcheck's cpu check counts them;
     the online CPUs (at least 1) where the topology is not readable."""
-    cpus = cpu_list(read_text(under(root, "/sys/devices/system/cpu/online")))
-    cores = set()
-    for cpu in cpus:
-        base = under(root, f"/sys/devices/system/cpu/cpu{cpu}/topology")
-        ids = [read_text(f"{base}/{name}") for name in ("physical_package_id", "die_id", "core_id")]
-        if ids[0] is None or ids[2] is None:
-            return len(cpus) or 1
-        cores.add(tuple((value or "0").strip() for value in ids))
-    return len(cores) or len(cpus) or 1
+
+    def read(path: str) -> str | None:
+        return read_text(under(root, path))
+
+    def paths(pattern: str) -> list[str]:
+        return glob.glob(under(root, pattern))
+
+    return worker_cores(core_keys(read, online_cpus(read, paths)))
 
 
 def nvidia_gpu_count(root: str) -> int:

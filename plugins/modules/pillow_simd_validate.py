@@ -79,7 +79,7 @@ values:
       type: str
       returned: when the host is not skipped
     probe_args:
-      description: The arguments of C(files/pillow_simd_helper.py probe) for this host.
+      description: The arguments of C(files/pillow_simd_probe.py) for this host.
       type: list
       elements: str
       returned: when the host is not skipped

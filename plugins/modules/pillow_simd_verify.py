@@ -6,8 +6,8 @@ module: pillow_simd_verify
 short_description: Prove that the venv's PIL is the pillow-simd the role built, change nothing
 description:
   - Validates as M(hostcheck.gpu_hosts.pillow_simd_validate) does (or takes its result from
-    I(validated)), then runs the role's C(files/pillow_simd_helper.py probe --runtime
-    --hostcheck) on the host (one command, the helper on its standard input).
+    I(validated)), then runs the role's C(files/pillow_simd_probe.py --runtime --hostcheck) on
+    the host (one command, the probe after C(pillow_simd_common.py) on its standard input).
   - "Checks pip's pins (the venv's constraints.txt, read by its pip beside the global constraint
     files), that PIL comes from pillow-simd of I(pillow_simd_version) alone with the _imaging of
     the wheel the role built and the placeholder pillow, PIL in a fresh interpreter of the venv

@@ -33,7 +33,7 @@ PLACEHOLDER = f"{VERSION}+pillowsimd"
 STOCK = "12.1.1"  # the Pillow release pillow-simd 12.1.1.post0 is based on
 VENV = "/opt/venvs/train"
 PY = f"{VENV}/bin/python"
-HELPER = CHECKOUT / "roles/pillow_simd/files/pillow_simd_helper.py"
+SCRIPTS = CHECKOUT / "roles/pillow_simd/files"
 BUILD_TASK = "Build the pillow-simd wheel"
 PROBE_TASK = "Look at the libraries, the venv, its PIL and pip's pins"
 VERIFY_TASK = "Verify pillow-simd (changes nothing)"
@@ -265,13 +265,14 @@ def test_resizes_faster_than_stock_pillow(fleet, hosts, converged):
     rates = {}
     for name in ("node1", "node2"):
         host = hosts[name]
-        put(fleet, host, HELPER, "/tmp/pillow_simd_helper.py")
+        for script in ("pillow_simd_common.py", "pillow_simd_bench.py"):
+            put(fleet, host, SCRIPTS / script, f"/tmp/{script}")
         sh(
             fleet,
             host,
             f"python3 -m venv /tmp/stock && /tmp/stock/bin/pip install -q pillow=={STOCK}",
         )
-        bench = "python3 /tmp/pillow_simd_helper.py bench --seconds 1.5 --python "
+        bench = "python3 /tmp/pillow_simd_bench.py --seconds 1.5 --python "
         simd = json.loads(sh(fleet, host, bench + PY).stdout)
         stock = json.loads(sh(fleet, host, bench + "/tmp/stock/bin/python").stdout)
         assert (simd["version"], stock["version"]) == (VERSION, STOCK)

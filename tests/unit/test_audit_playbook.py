@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.systemd_quoting import (
     systemd_quote,
     systemd_split,
 )

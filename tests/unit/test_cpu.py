@@ -3,6 +3,7 @@ import subprocess
 
 import psutil
 import pytest
+from hostcheck._shared.cpus import format_cpulist, parse_cpulist
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,7 +64,7 @@ def build_cpus(host, sockets, cores, threads, governor="performance", dies=1, nu
             host.file(f"{base}/cpufreq/scaling_governor", f"{governor}\n")
         nodes.setdefault(package if numa else 0, []).append(cpu_id)
     for node, cpus in nodes.items():
-        host.file(f"/sys/devices/system/node/node{node}/cpulist", cpu.format_cpulist(cpus) + "\n")
+        host.file(f"/sys/devices/system/node/node{node}/cpulist", format_cpulist(cpus) + "\n")
     return total
 
 
@@ -387,26 +388,26 @@ def test_missing_meminfo_is_an_error(fake_host):
 
 
 def test_parse_cpulist_examples():
-    assert cpu.parse_cpulist("0-3,8-11\n") == [0, 1, 2, 3, 8, 9, 10, 11]
-    assert cpu.parse_cpulist("5") == [5]
-    assert cpu.parse_cpulist("") == []
+    assert parse_cpulist("0-3,8-11\n") == [0, 1, 2, 3, 8, 9, 10, 11]
+    assert parse_cpulist("5") == [5]
+    assert parse_cpulist("") == []
     with pytest.raises(ValueError):
-        cpu.parse_cpulist("3-1")
+        parse_cpulist("3-1")
     with pytest.raises(ValueError):
-        cpu.parse_cpulist("0-3,,5")
+        parse_cpulist("0-3,,5")
 
 
 @given(st.sets(st.integers(min_value=0, max_value=4096), max_size=200))
 def test_cpulist_round_trip(cpus):
-    text = cpu.format_cpulist(list(cpus))
-    assert cpu.parse_cpulist(text) == sorted(cpus)
-    assert cpu.format_cpulist(cpu.parse_cpulist(text)) == text
+    text = format_cpulist(list(cpus))
+    assert parse_cpulist(text) == sorted(cpus)
+    assert format_cpulist(parse_cpulist(text)) == text
 
 
 @given(st.text(max_size=40))
 def test_parse_cpulist_only_raises_value_error(text):
     try:
-        cpus = cpu.parse_cpulist(text)
+        cpus = parse_cpulist(text)
     except ValueError:
         return
     assert cpus == sorted(set(cpus))
@@ -498,7 +499,7 @@ def test_real_numa_and_governor_agree_with_lscpu_and_cat():
     if "" in by_node:
         pytest.skip("lscpu reports no NUMA nodes on this machine")
     with_cpus = {n: c for n, c in result.data["numa_nodes"].items() if c}
-    assert with_cpus == {n: cpu.format_cpulist(c) for n, c in by_node.items()}
+    assert with_cpus == {n: format_cpulist(c) for n, c in by_node.items()}
     governors = subprocess.run(
         "cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
         shell=True,

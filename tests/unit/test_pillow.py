@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hostcheck._shared import distributions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -562,7 +563,7 @@ PATH_CHARS = st.characters(blacklist_characters="\r\n\x00", blacklist_categories
 ENTRY = st.builds(
     RecordEntry,
     path=st.text(PATH_CHARS, min_size=1, max_size=40).filter(lambda p: p.strip() == p),
-    hash=st.none() | st.binary(max_size=64).map(distinfo.record_hash),
+    hash=st.none() | st.binary(max_size=64).map(distributions.record_hash),
     size=st.none() | st.integers(0, 2**40),
 )
 
@@ -604,7 +605,7 @@ def test_installed_dists_reads_only_records_that_claim_the_package(fake_host):
 
 @given(st.binary(max_size=256))
 def test_record_hash_is_urlsafe_sha256(data):
-    text = distinfo.record_hash(data)
+    text = distributions.record_hash(data)
     assert text.startswith("sha256=") and "=" not in text[7:]
     digest = base64.urlsafe_b64decode(text[7:] + "=")
     assert digest == hashlib.sha256(data).digest()
@@ -617,24 +618,24 @@ VALUE = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "
 @given(st.dictionaries(HEADER, VALUE.map(str.strip), max_size=10), st.text(max_size=200))
 def test_metadata_round_trip(headers, body):
     text = "".join(f"{k}: {v}\n" for k, v in headers.items()) + "\n" + body
-    assert distinfo.parse_metadata(text) == headers
+    assert distributions.parse_metadata(text) == headers
 
 
 @given(st.text(max_size=1000))
 def test_parse_metadata_never_crashes(text):
-    assert isinstance(distinfo.parse_metadata(text), dict)
+    assert isinstance(distributions.parse_metadata(text), dict)
 
 
 @given(st.text(alphabet="abcXYZ09-_.", min_size=1, max_size=20))
 def test_normalize_name_is_idempotent(name):
-    once = distinfo.normalize_name(name)
-    assert distinfo.normalize_name(once) == once
+    once = distributions.normalize_name(name)
+    assert distributions.normalize_name(once) == once
     assert once == once.lower()
 
 
 def test_normalize_name_variants():
     names = {"Pillow-SIMD", "pillow_simd", "pillow.simd", "PILLOW--SIMD"}
-    assert {distinfo.normalize_name(n) for n in names} == {"pillow-simd"}
+    assert {distributions.normalize_name(n) for n in names} == {"pillow-simd"}
 
 
 def test_egg_info_is_read_from_top_level(fake_host):
@@ -669,14 +670,14 @@ def test_real_distribution_matches_pip_show_and_importlib_metadata():
     name = dist.measured["name"]
     shown = subprocess.run([str(pip), "show", name], capture_output=True, text=True, check=True)
     fields = dict(line.split(": ", 1) for line in shown.stdout.splitlines() if ": " in line)
-    assert distinfo.normalize_name(fields["Name"]) == distinfo.normalize_name(name)
+    assert distributions.normalize_name(fields["Name"]) == distributions.normalize_name(name)
     assert fields["Version"] == dist.measured["version"]
     assert importlib.metadata.version(name) == dist.measured["version"]
     if not hasattr(importlib.metadata, "packages_distributions"):
         return  # Python 3.9: pip show and importlib.metadata.version agreed above
     providers = importlib.metadata.packages_distributions().get("PIL", [])
-    expected = sorted(distinfo.normalize_name(p) for p in set(providers))
-    claimed = sorted(distinfo.normalize_name(d["name"]) for d in result.data["claimants"])
+    expected = sorted(distributions.normalize_name(p) for p in set(providers))
+    claimed = sorted(distributions.normalize_name(d["name"]) for d in result.data["claimants"])
     assert claimed == expected
 
 

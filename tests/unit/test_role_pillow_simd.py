@@ -1,6 +1,6 @@
 """The pillow_simd role off the sandbox: its per-OS package lists and cache keys for every OS
 family (the RHEL and Ubuntu paths cannot run here), the constraint file it writes, and its
-host-side helper (probe, placeholder wheel, pip configuration) against a real, empty venv."""
+host-side scripts (probe, placeholder wheel, pip configuration) against a real, empty venv."""
 
 from __future__ import annotations
 
@@ -26,10 +26,9 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "pillow_simd"
-HELPER = ROLE / "files" / "pillow_simd_helper.py"
-SPEC = importlib.util.spec_from_file_location("pillow_simd_helper", HELPER)
-helper = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(helper)
+SCRIPTS = ROLE / "files"
+sys.path.insert(0, str(SCRIPTS))  # the scripts import pillow_simd_common from beside them
+probe_script = importlib.import_module("pillow_simd_probe")
 
 VERSION = "12.1.1.post0"
 JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined)
@@ -135,46 +134,62 @@ def test_defaults_match_the_argument_specs():
             assert lines[index - 1].startswith("# "), f"{line}: one-line comment above"
 
 
-# ---------------------------------------------------------------- the host-side helper
+# ---------------------------------------------------------------- the host-side scripts
 
 
-def run_helper(*args: str, env: dict | None = None) -> dict:
+def run_script(script: str, *args: str, env: dict | None = None) -> dict:
+    """pillow_simd_<script>.py run as the role runs it: after pillow_simd_common.py, as one
+    program on standard input."""
+    program = "\n".join(
+        (SCRIPTS / name).read_text().rstrip() for name in ("pillow_simd_common.py", script)
+    )
     done = subprocess.run(
-        [sys.executable, str(HELPER), *args],
+        [sys.executable, "-", *args],
+        input=program,
         capture_output=True,
         text=True,
         check=False,
         env=env,
+        cwd="/",
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout)
 
 
 def test_placeholder_wheel_installs_no_files_and_is_reproducible(tmp_path):
-    first = run_helper("placeholder", "--version", VERSION, "--out", str(tmp_path / "a"))
-    second = run_helper("placeholder", "--version", VERSION, "--out", str(tmp_path / "b"))
+    first = run_script(
+        "pillow_simd_placeholder.py", "--version", VERSION, "--out", str(tmp_path / "a")
+    )
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "pillow_simd_placeholder.py"), "--version", VERSION,
+         "--out", str(tmp_path / "b")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    second = json.loads(done.stdout)  # run as a file, as tests/integration runs the bench
     assert first["sha256"] == second["sha256"]
     assert Path(first["path"]).name == f"pillow-{VERSION}+pillowsimd-py3-none-any.whl"
     with zipfile.ZipFile(first["path"]) as wheel:
         names = wheel.namelist()
         assert all(n.startswith(f"pillow-{VERSION}+pillowsimd.dist-info/") for n in names)
         info = f"pillow-{VERSION}+pillowsimd.dist-info"
-        meta = helper.headers(wheel.read(f"{info}/METADATA").decode())
+        meta = probe_script.headers(wheel.read(f"{info}/METADATA").decode())
         assert (meta["Name"], meta["Version"]) == ("pillow", f"{VERSION}+pillowsimd")
         assert "Requires-Dist" not in meta  # a missing pillow-simd must not trigger a rebuild
-        for path, digest in helper.record_rows(wheel.read(f"{info}/RECORD").decode()):
+        for path, digest in probe_script.record_rows(wheel.read(f"{info}/RECORD").decode()):
             if digest:
-                assert digest == helper.record_hash(wheel.read(path))
+                assert digest == probe_script.record_hash(wheel.read(path))
 
 
 def test_global_pip_constraints_are_kept_install_section_first(tmp_path):
     xdg, etc = tmp_path / "xdg.conf", tmp_path / "etc.conf"
     xdg.write_text("[global]\nconstraint = /etc/a.txt /etc/b.txt\n")
-    found = helper.pip_global_constraints([str(xdg), str(etc)])
+    found = probe_script.pip_global_constraints([str(xdg), str(etc)])
     assert found == {"files": [str(xdg)], "constraints": ["/etc/a.txt", "/etc/b.txt"]}
     etc.write_text("[install]\nconstraint = /etc/c.txt\n")  # read last, and install wins
-    assert helper.pip_global_constraints([str(xdg), str(etc)])["constraints"] == ["/etc/c.txt"]
-    assert helper.global_pip_files()[-1] == "/etc/pip.conf"
+    assert probe_script.pip_global_constraints([str(xdg), str(etc)])["constraints"] == [
+        "/etc/c.txt"
+    ]
+    assert probe_script.global_pip_files()[-1] == "/etc/pip.conf"
 
 
 @pytest.fixture
@@ -194,14 +209,14 @@ def fake_install(venv: Path, name: str, version: str, files: dict[str, bytes]) -
     for relative, data in files.items():
         (site / relative).parent.mkdir(parents=True, exist_ok=True)
         (site / relative).write_bytes(data)
-        rows.append(f"{relative},{helper.record_hash(data)},{len(data)}")
+        rows.append(f"{relative},{probe_script.record_hash(data)},{len(data)}")
     rows.append(f"{info.name}/RECORD,,")
     (info / "RECORD").write_text("\n".join(rows) + "\n")
 
 
 def probe(venv: Path, avx2: str = "yes", *more: str) -> dict:
-    return run_helper(
-        "probe", "--venv", str(venv), "--version", VERSION, "--avx2", avx2,
+    return run_script(
+        "pillow_simd_probe.py", "--venv", str(venv), "--version", VERSION, "--avx2", avx2,
         "--os-key", "debian-12", "--packages-hash", "0123456789abcdef", *more,
     )  # fmt: skip
 
@@ -221,7 +236,7 @@ def install_simd_from_its_wheel(venv: Path, found: dict) -> None:
         "version": VERSION,
         "avx2": True,
         "wheel_sha256": hashlib.sha256(b"the wheel").hexdigest(),
-        "imaging_sha256": helper.record_hash(SIMD_SO),
+        "imaging_sha256": probe_script.record_hash(SIMD_SO),
     }
     Path(f"{wheel}.json").write_text(json.dumps(record))
 
@@ -245,7 +260,7 @@ def test_probe_follows_the_imaging_hash_from_the_build_record_to_the_disk(venv):
 
 
 def test_probe_tells_the_placeholder_from_stock_pillow(venv):
-    run = run_helper("placeholder", "--version", VERSION, "--out", str(venv / "w"))
+    run = run_script("pillow_simd_placeholder.py", "--version", VERSION, "--out", str(venv / "w"))
     (site,) = venv.glob("lib/python3*/site-packages")
     with zipfile.ZipFile(run["path"]) as wheel:
         wheel.extractall(site)
@@ -272,7 +287,9 @@ def provision(venv: Path) -> tuple[str, ...]:
     probe arguments main.yml adds (no packages: they are tested apart)."""
     found = probe(venv)
     install_simd_from_its_wheel(venv, found)
-    placeholder = run_helper("placeholder", "--version", VERSION, "--out", str(venv / "w"))
+    placeholder = run_script(
+        "pillow_simd_placeholder.py", "--version", VERSION, "--out", str(venv / "w")
+    )
     (site,) = venv.glob("lib/python3*/site-packages")
     with zipfile.ZipFile(placeholder["path"]) as wheel:
         wheel.extractall(site)
@@ -349,17 +366,17 @@ def test_no_venv_yet_is_drift(tmp_path):
 )  # fmt: skip
 def test_missing_packages_from_the_package_database(monkeypatch, manager, output, missing):
     asked = []
-    monkeypatch.setattr(helper, "run", lambda argv, **_: asked.append(argv) or (1, output))
+    monkeypatch.setattr(probe_script, "run", lambda argv, **_: asked.append(argv) or (1, output))
     names = ["zlib1g-dev", "python3-venv", "libtiff-dev"]
-    assert helper.missing_packages(names, manager) == missing
+    assert probe_script.missing_packages(names, manager) == missing
     assert asked[0][0] == ("dpkg-query" if manager == "apt" else "rpm")
     assert asked[0][-3:] == names
-    assert helper.missing_packages([], manager) == [] and len(asked) == 1
+    assert probe_script.missing_packages([], manager) == [] and len(asked) == 1
 
 
 def test_missing_packages_without_the_tool_are_all_missing(monkeypatch):
     def absent(argv, **_):
         raise FileNotFoundError(argv[0])
 
-    monkeypatch.setattr(helper, "run", absent)
-    assert helper.missing_packages(["a", "b"], "dnf") == ["a", "b"]
+    monkeypatch.setattr(probe_script, "run", absent)
+    assert probe_script.missing_packages(["a", "b"], "dnf") == ["a", "b"]

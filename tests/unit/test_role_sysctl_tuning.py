@@ -21,7 +21,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_valida
     Tuning,
     expected_boot_files,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.sysctl_tuning import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     sysctl_tuning_parse_file,
     sysctl_tuning_same,
     sysctl_tuning_settings,

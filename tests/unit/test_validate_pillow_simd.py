@@ -242,8 +242,9 @@ def test_the_build_inputs_are_those_the_tasks_computed_before():
     assert values["cache"] == "/tmp/w"
     assert build_values("/v", "1", "python3", "", [], os_vars, False)["cache"] == ""
     assert values["probe_args"] == [
-        "probe", "--venv", "/opt/venvs/train", "--venv-python", "python3", "--version", "12.1",
-        "--avx2", "yes", "--os-key", "debian-12", "--packages-hash", values["packages_hash"],
+        "--venv", "/opt/venvs/train", "--venv-python", "python3", "--version", "12.1",
+        "--avx2", "yes",
+        "--os-key", "debian-12", "--packages-hash", values["packages_hash"],
     ]  # fmt: skip
 
 
@@ -262,7 +263,7 @@ def test_the_action_reads_this_machine_once(tmp_path):
     assert values["os_vars"]["__pillow_simd_library_packages"][0] == "libjpeg62-turbo-dev"
     assert values["os_vars"]["__pillow_simd_os_key"].startswith("debian-")
     assert "{{" not in values["os_vars"]["__pillow_simd_os_key"]
-    assert values["probe_args"][:3] == ["probe", "--venv", str(venv)]
+    assert values["probe_args"][:2] == ["--venv", str(venv)]
     assert (
         again["values"] == values and again["msg"] == "pillow_simd: validated earlier in this run"
     )

@@ -17,8 +17,10 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_verify imp
     run_verified,
     timer_verified,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.filter.hostcheck_timer import systemd_quote
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.systemd_quoting import (
+    systemd_quote,
+)
 
 from tests.unit.role_dataloader import HOST, PATH, VARIABLES, found, settings
 

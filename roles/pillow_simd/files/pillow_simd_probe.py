@@ -1,113 +1,36 @@
-"""Host side of the pillow_simd role: look at a venv, build a pillow-simd wheel, write the
-placeholder `pillow` wheel, time resizes. Prints one JSON object; exit 1 with {"msg": ...}.
+"""Look at a venv for the pillow_simd role: what provisioning checks ("drift" lists what
+differs, "provisioned" is true when nothing does) and, with --runtime, what verify reads.
 
-Runs with the host's python3 (3.6 or newer: RHEL 8 has 3.6), never imports PIL itself (a
-build with -mavx2 on a CPU without AVX2 dies with SIGILL): PIL is imported by the venv's
-interpreter in a child process.
+  pillow_simd_probe.py --venv V --version X --avx2 yes|no --os-key K --packages-hash H
+      [--package-manager M --packages P... --constraints-text T]
+      [--runtime [--bench-seconds S] [--recount] [--hostcheck]]
 
-  probe       --venv V --version X --avx2 yes|no --os-key K --packages-hash H
-              [--package-manager M --packages P... --constraints-text T]   (what provisioning
-              checks: "drift" lists what differs, "provisioned" is true when nothing does)
-              [--runtime [--bench-seconds S] [--recount] [--hostcheck]]   (what verify reads)
-  build       --venv V --version X --avx2 yes|no --out DIR --key K [--min-avx2 N]
-  placeholder --version X --out DIR
-  bench       --python P [--seconds S]
+Runs after pillow_simd_common.py (see there how).
 """
 
 import argparse
-import base64
 import configparser
 import csv
-import hashlib
 import io
 import json
 import os
 import re
 import shutil
-import signal
-import socket
 import stat
-import subprocess
 import sys
-import tempfile
-import time
-import zipfile
 
-PLACEHOLDER_LOCAL = "pillowsimd"  # local version label: no index can ever serve it
-IMAGING = re.compile(r"^PIL/_imaging\.[^/]*\.so$")
-# AVX1 already had these "vp" mnemonics on ymm; they are not AVX2 integer operations.
-AVX1_VP = ("vperm2f128", "vpermilps", "vpermilpd", "vptest")
-AVX2_OTHER = ("vinserti128", "vextracti128", "vbroadcasti128", "vmovntdqa", "vmpsadbw")
-OBJDUMP_LINE = re.compile(r"^\s*[0-9a-f]+:\s+([a-z][a-z0-9]*)\s+(\S.*)?$")
-
-RUNTIME = r"""
-import json, sys, time
-out = {}
-import PIL
-from PIL import Image, features, _imaging
-out["version"] = PIL.__version__
-out["imaging"] = _imaging.__file__
-out["libjpeg_turbo"] = bool(features.check_feature("libjpeg_turbo"))
-out["jpeg_version"] = features.version("jpg")
-out["features"] = {f: bool(features.check(f)) for f in
-                   ("jpg", "zlib", "libtiff", "webp", "freetype2", "littlecms2", "jpg_2000")}
-seconds = float(sys.argv[1])
-if seconds > 0:
-    w, h = 2048, 1536
-    detail = Image.effect_mandelbrot((w // 4, h // 4), (-2.0, -1.2, 1.0, 1.2), 64)
-    bands = (Image.linear_gradient("L"), detail, Image.radial_gradient("L"))
-    image = Image.merge("RGB", [b.resize((w, h)) for b in bands])
-    image.resize((224, 224), Image.BICUBIC)
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds or count == 0:
-        image.resize((224, 224), Image.BICUBIC)
-        count += 1
-    out["resize_per_s"] = round(count / (time.perf_counter() - start), 1)
-    out["resize_job"] = "2048x1536 RGB -> 224x224 BICUBIC, one thread"
-print(json.dumps(out))
-"""
-
-
-class Failure(Exception):
-    pass
-
-
-def run(argv, env=None, timeout=None):
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        universal_newlines=True,
-        env=env,
-    )
-    try:
-        out, dummy = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, dummy = proc.communicate()
-        return 124, out + f"\n(timed out after {timeout} s)"
-    return proc.returncode, out
-
-
-def record_hash(data):
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def read_text(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
+from pillow_simd_common import (
+    IMAGING,
+    PLACEHOLDER_LOCAL,
+    Failure,
+    file_sha256,
+    main,
+    objdump_count,
+    read_text,
+    record_hash,
+    run,
+    runtime_info,
+)
 
 
 def normalize(name):
@@ -223,39 +146,6 @@ def effective_pip_config(python):
         if sep:
             values[key.strip()] = value.strip().strip("'\"")
     return {"rc": code_rc, "config": values}
-
-
-def objdump_count(path):
-    """AVX2 integer instructions on ymm registers in a shared object; None without objdump."""
-    if shutil.which("objdump") is None:
-        return None
-    code_rc, out = run(["objdump", "-d", "--no-show-raw-insn", path], timeout=300)
-    if code_rc != 0:
-        raise Failure(f"objdump -d {path} failed: {out[-300:]}")
-    count = 0
-    for line in out.splitlines():
-        match = OBJDUMP_LINE.match(line)
-        if not match or "ymm" not in (match.group(2) or ""):
-            continue
-        name = match.group(1)
-        if (name.startswith("vp") and not name.startswith(AVX1_VP)) or name in AVX2_OTHER:
-            count += 1
-    return count
-
-
-def runtime_info(python, seconds):
-    code_rc, out = run([python, "-c", RUNTIME, str(seconds)], timeout=300)
-    if code_rc < 0:
-        try:
-            name = signal.Signals(-code_rc).name
-        except ValueError:
-            name = f"signal {-code_rc}"
-        return {"ok": False, "error": f"import PIL died with {name}"}
-    if code_rc != 0:
-        return {"ok": False, "error": out.strip()[-600:]}
-    info = json.loads(out.strip().splitlines()[-1])
-    info["ok"] = True
-    return info
 
 
 def wheel_name(version, interp):
@@ -475,131 +365,8 @@ def probe(args):
     return result
 
 
-# --- build ----------------------------------------------------------------------------
-
-
-def build(args):
-    venv = args.venv.rstrip("/")
-    python = os.path.join(venv, "bin", "python")
-    avx2 = args.avx2 == "yes"
-    env = dict(os.environ)
-    # pillow-simd's documented way: its setup.py always adds -msse4; -mavx2 adds AVX2.
-    env["CC"] = "cc -mavx2" if avx2 else "cc"
-    env.pop("CFLAGS", None)
-    started = time.time()
-    work = tempfile.mkdtemp(prefix="pillow-simd-build-")
-    try:
-        argv = [
-            python, "-m", "pip", "wheel",
-            "--no-deps",
-            "--no-cache-dir",  # never reuse a wheel built with other flags
-            "--no-binary", "pillow-simd",
-            "--wheel-dir", work,
-            f"pillow-simd=={args.version}",
-        ]  # fmt: skip
-        code_rc, log = run(argv, env=env, timeout=args.timeout)
-        wheels = [f for f in os.listdir(work) if f.endswith(".whl")]
-        if code_rc != 0 or len(wheels) != 1:
-            raise Failure(
-                "building pillow-simd {} failed ({}, CC={!r}):\n{}".format(
-                    args.version, " ".join(argv), env["CC"], log[-3000:]
-                )
-            )
-        built = os.path.join(work, wheels[0])
-        with zipfile.ZipFile(built) as archive:
-            members = [n for n in archive.namelist() if IMAGING.match(n)]
-            if len(members) != 1:
-                raise Failure(f"{wheels[0]} has no single PIL/_imaging*.so: {members}")
-            data = archive.read(members[0])
-        so_path = os.path.join(work, "imaging.so")
-        with open(so_path, "wb") as handle:
-            handle.write(data)
-        count = objdump_count(so_path)
-        if count is None:
-            raise Failure("objdump is missing: it proves whether the build uses AVX2 (binutils)")
-        if avx2 and count < args.min_avx2:
-            raise Failure(
-                f"CC={env['CC']!r} built {wheels[0]} with only {count} AVX2 ymm instructions"
-                f" (at least {args.min_avx2} expected)"
-            )
-        if not avx2 and count >= args.min_avx2:
-            raise Failure(f"the build without -mavx2 has {count} AVX2 ymm instructions")
-        sidecar = {
-            "name": "pillow-simd",
-            "version": args.version,
-            "avx2": avx2,
-            "avx2_instructions": count,
-            "cc": env["CC"],
-            "key": args.key,
-            "wheel": wheels[0],
-            "wheel_sha256": file_sha256(built),
-            "imaging": members[0],
-            "imaging_sha256": record_hash(data),
-            "built_on": socket.gethostname(),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "build_seconds": round(time.time() - started, 1),
-        }
-        os.makedirs(args.out, exist_ok=True)
-        target = os.path.join(args.out, wheels[0])
-        shutil.copyfile(built, target + ".tmp")
-        os.replace(target + ".tmp", target)
-        with open(target + ".json.tmp", "w") as handle:
-            json.dump(sidecar, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        os.replace(target + ".json.tmp", target + ".json")  # last: it marks the wheel good
-        sidecar["path"] = target
-        return sidecar
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-# --- placeholder ----------------------------------------------------------------------
-
-
-def placeholder(args):
-    """A wheel named pillow that installs no files: it satisfies torchvision's requirement
-    on pillow, so pip leaves PIL (pillow-simd's files) alone."""
-    version = f"{args.version}+{PLACEHOLDER_LOCAL}"
-    info = f"pillow-{version}.dist-info"
-    metadata = (
-        "Metadata-Version: 2.1\n"
-        "Name: pillow\n"
-        f"Version: {version}\n"
-        f"Summary: Placeholder: PIL in this environment comes from pillow-simd {args.version}\n"
-        "Description-Content-Type: text/plain\n"
-        "\n"
-        "This distribution installs no files. It stands in for stock Pillow so that\n"
-        "packages requiring pillow (torchvision ...) are satisfied by pillow-simd, which\n"
-        "provides the same PIL package. The venv's pip.conf pins pillow to this version,\n"
-        "so pip cannot replace it with stock Pillow. Managed by the Ansible role\n"
-        "pillow_simd; change pillow_simd_version there, not with pip.\n"
-    )
-    files = [
-        (info + "/METADATA", metadata.encode()),
-        (info + "/WHEEL", b"Wheel-Version: 1.0\nGenerator: pillow_simd role\n"
-         b"Root-Is-Purelib: true\nTag: py3-none-any\n"),
-    ]  # fmt: skip
-    record = "".join(f"{p},{record_hash(d)},{len(d)}\n" for p, d in files)
-    files.append((info + "/RECORD", (record + info + "/RECORD,,\n").encode()))
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"pillow-{version}-py3-none-any.whl")
-    with zipfile.ZipFile(path + ".tmp", "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files:
-            entry = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))  # same bytes every time
-            entry.external_attr = 0o644 << 16
-            archive.writestr(entry, data)
-    os.replace(path + ".tmp", path)
-    return {"path": path, "version": version, "sha256": file_sha256(path)}
-
-
-def bench(args):
-    return runtime_info(args.python, args.seconds)
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    sub = parser.add_subparsers(dest="command")
-    p = sub.add_parser("probe")
+def parser():
+    p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--venv", required=True)
     p.add_argument("--venv-python", default="python3")
     p.add_argument("--version", required=True)
@@ -613,32 +380,8 @@ def main():
     p.add_argument("--bench-seconds", type=float, default=1.0)
     p.add_argument("--recount", action="store_true")
     p.add_argument("--hostcheck", action="store_true")
-    b = sub.add_parser("build")
-    b.add_argument("--venv", required=True)
-    b.add_argument("--version", required=True)
-    b.add_argument("--avx2", choices=("yes", "no"), required=True)
-    b.add_argument("--out", required=True)
-    b.add_argument("--key", required=True)
-    b.add_argument("--min-avx2", type=int, default=100)
-    b.add_argument("--timeout", type=float, default=3600)
-    h = sub.add_parser("placeholder")
-    h.add_argument("--version", required=True)
-    h.add_argument("--out", required=True)
-    r = sub.add_parser("bench")
-    r.add_argument("--python", required=True)
-    r.add_argument("--seconds", type=float, default=1.0)
-    args = parser.parse_args()
-    commands = {"probe": probe, "build": build, "placeholder": placeholder, "bench": bench}
-    if args.command not in commands:
-        parser.error("a command is required")
-    try:
-        result = commands[args.command](args)
-    except Failure as exc:
-        print(json.dumps({"failed": True, "msg": str(exc)}))
-        return 1
-    print(json.dumps(result, sort_keys=True))
-    return 0
+    return p
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(parser(), probe))
