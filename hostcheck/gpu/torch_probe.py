@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hostcheck.distinfo import normalize_name, parse_metadata
+from hostcheck._shared.distributions import normalize_name, parse_metadata
 from hostcheck.system import System
 
 
