@@ -1,6 +1,7 @@
 """Checks the driver, CUDA, cuDNN and torch versions of a host, in one task and one read of the
 host: roles/cuda_check/files/cuda_facts.py run by the training venv's python (or, when the venv
-has none yet, the OS's python3), then the decision of plugins/plugin_utils/cuda_check_rules.py.
+has none yet, the OS's python3), then plugins/plugin_utils/cuda_check_rules.py: what the readings
+mean (cuda_check_facts) and the decision.
 main.yml runs it (registered as __cuda_check_checked) and verify.yml again: there it returns the
 check main.yml made in the same run, given as `checked`, and reads the host only when verify.yml
 runs alone.
@@ -25,6 +26,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate 
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
     cuda_check_decide,
+    cuda_check_facts,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
@@ -54,8 +56,8 @@ def os_paths(given: list, os_vars: dict, key: str, facts: dict) -> list[str]:
 
 
 def parse_read(stdout: str) -> tuple[bool, dict]:
-    """(whether the venv's python read, the facts): the JSON is the last line (an import may
-    print before it), after the line RUN_SCRIPT says which python it ran."""
+    """(whether the venv's python read, what the script read): the JSON is the last line (an
+    import may print before it), after the line RUN_SCRIPT says which python it ran."""
     lines = stdout.strip().splitlines()
     return lines[0] == "venv", json.loads(lines[-1])
 
@@ -114,6 +116,7 @@ class ActionModule(Validation):
         return [*said, line]
 
     def read_versions(self, venv: str) -> tuple[bool, dict]:
+        """(whether the venv's python read, the facts cuda_check_decide takes)."""
         facts = self.facts()
         os_vars = self.os_vars()
         args = script_args(
@@ -141,4 +144,5 @@ class ActionModule(Validation):
                 f"cuda_check: reading the versions on the host failed (rc {read.get('rc')}): "
                 f"{(read.get('stderr') or read.get('msg') or '').strip()}"
             )
-        return parse_read(read["stdout"])
+        by_venv, reading = parse_read(read["stdout"])
+        return by_venv, cuda_check_facts(reading)

@@ -1,6 +1,6 @@
-"""CUDA and driver versions as numbers ('12.4', '550.54.15', NVML's 12040), and whether
-a torch build for one CUDA release runs on an NVIDIA driver: the rules that hostcheck's gpu
-check and the cuda_check role both apply. This file is shared: the collection
+"""CUDA, cuDNN and driver versions as numbers ('12.4', '550.54.15', NVML's 12040, cuDNN's
+90100), and whether a torch build for one CUDA release runs on an NVIDIA driver: the rules that
+hostcheck's gpu check and the cuda_check role both apply. This file is shared: the collection
 ships it as module_utils and the hostcheck package as hostcheck._shared (pyproject.toml), so it
 uses the standard library only and runs on Python 3.6 (EL 8's python3).
 
@@ -37,6 +37,14 @@ def cuda_from_int(number):
     """NVML, the CUDA driver API and CUDART_VERSION give 1000 * major + 10 * minor:
     12040 -> (12, 4)."""
     return number // 1000, (number % 1000) // 10
+
+
+def cudnn_from_int(number):
+    """cuDNN's version number (CUDNN_VERSION, torch.backends.cudnn.version()): from cuDNN 9 on
+    10000 * major + 100 * minor + patch, 90100 -> (9, 1, 0); before, 1000 * major + 100 * minor
+    + patch, 8902 -> (8, 9, 2)."""
+    major_unit = 10000 if number >= 90000 else 1000
+    return number // major_unit, (number % major_unit) // 100, number % 100
 
 
 def at_least(have, want):

@@ -10,6 +10,11 @@ description:
     python of I(cuda_check_venv) (the OS's python3 when the venv has none, said in the message)
     with M(hostcheck.gpu_hosts.host_read), searching the cuDNN folders given or the OS's usual
     ones (the role's per-OS vars).
+  - The script reports what the host gives as it gives it (NVML's CUDA driver number such as
+    12040, a toolkit header's CUDART_VERSION, torch's cuDNN number such as 90100, each NVIDIA
+    PCI function's class); cuda_check_facts (plugins/plugin_utils/cuda_check_rules.py) makes
+    them versions and a count of GPUs by the rules hostcheck applies too (module_utils
+    cuda_compat and pci, where any NVIDIA display controller is a GPU, an NVSwitch is not).
   - Decides with cuda_check_decide (plugins/plugin_utils/cuda_check_rules.py); fails when the
     driver cannot run torch's CUDA build or a version asked for is missing, showing every
     version side by side and one line per problem naming the variable that asks for it.

@@ -2,8 +2,15 @@
 training venv, and does the host have the driver, CUDA, toolkit and cuDNN versions asked for?
 The cuda_check_verify action decides with it.
 
+cuda_check_facts(reading)
+    reading: the JSON that roles/cuda_check/files/cuda_facts.py prints on the host, numbers and
+    PCI classes as the host gives them. Returns the facts: the same with NVML's and
+    CUDART_VERSION's CUDA numbers and torch's cuDNN number as versions (module_utils/cuda_compat:
+    12040 -> "12.4", 90100 -> "9.1.0"), and pci_gpus, how many of the NVIDIA PCI functions are
+    GPUs (module_utils/pci), in place of the functions.
+
 cuda_check_decide(facts, settings)
-    facts: the JSON that roles/cuda_check/files/cuda_facts.py prints on the host;
+    facts: what cuda_check_facts returns;
     settings: {variable name: value} of the role's variables (cuda_check_venv,
     cuda_check_without_driver, cuda_check_min_driver_version, ...).
     Returns {status: pass | skip | fail, reason, problems, warnings, table, message}:
@@ -18,7 +25,15 @@ from __future__ import annotations
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import cuda_compat
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cuda_compat import (
     at_least,
+    cuda_from_int,
+    cudnn_from_int,
+    format_version,
     parse_version,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
+    GPU,
+    nvidia_kind,
+    parse_hex,
 )
 
 SETTINGS = (
@@ -31,6 +46,38 @@ SETTINGS = (
     "cuda_check_torch_cuda_version",
     "cuda_check_require_torch_cuda",
 )
+
+
+def _cuda_text(number: int | None) -> str | None:
+    return format_version(cuda_from_int(number)) if isinstance(number, int) else None
+
+
+def cuda_check_facts(reading: dict) -> dict:
+    nvml = reading["nvml"]
+    torch = reading["torch"]
+    cudnn = torch.get("cudnn")
+    facts = {key: value for key, value in reading.items() if key != "pci_functions"}
+    facts["nvml"] = {**nvml, "cuda_driver_version": _cuda_text(nvml.get("cuda_driver_version"))}
+    facts["pci_gpus"] = sum(
+        nvidia_kind(parse_hex(function["vendor"]), parse_hex(function["class"])) == GPU
+        for function in reading["pci_functions"]
+    )
+    facts["toolkits"] = [
+        {
+            "path": toolkit["path"],
+            "real_path": toolkit["real_path"],
+            "version": toolkit["version"] or _cuda_text(toolkit["cudart_version"]),
+            "source": toolkit["source"],
+        }
+        for toolkit in reading["toolkits"]
+    ]
+    facts["torch"] = {
+        **torch,
+        "cudnn": format_version(cudnn_from_int(cudnn))
+        if isinstance(cudnn, int) and cudnn > 0
+        else None,
+    }
+    return facts
 
 
 def _reaches(have: object, want: str) -> bool:

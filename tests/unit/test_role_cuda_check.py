@@ -5,7 +5,6 @@ this checkout's python against fixture trees, the real pynvml and torch, and a f
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,6 +16,7 @@ import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
     SETTINGS,
     cuda_check_decide,
+    cuda_check_facts,
     matches,
 )
 from hostcheck._shared.cuda_compat import MINOR_COMPATIBLE_DRIVER, at_least
@@ -36,9 +36,6 @@ from tests.integration.cuda_fakes import (
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "cuda_check"
 SCRIPT = ROLE / "files" / "cuda_facts.py"
-SPEC = importlib.util.spec_from_file_location("cuda_facts", SCRIPT)
-cuda_facts = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(cuda_facts)
 VENV = "/opt/venvs/train"
 NO_LIBRARY = "NVML Shared Library Not Found"
 
@@ -65,7 +62,8 @@ def facts(
     error: str = NO_LIBRARY,
     **more,
 ) -> dict:
-    """What cuda_facts.py prints: a host with this driver (None: none) and this torch."""
+    """What cuda_facts.py's reading means (cuda_check_facts): a host with this driver (None:
+    none) and this torch."""
     found = {
         "python": f"{VENV}/bin/python",
         "nvml": {
@@ -150,6 +148,60 @@ def test_parse_takes_dotted_digits_only():
 def test_minor_version_compatibility_minimums():
     """NVIDIA's table (CUDA release notes, docs.nvidia.com/deploy/cuda-compatibility)."""
     assert MINOR_COMPATIBLE_DRIVER == {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+
+
+# ---------------------------------------------------------------- what the readings mean
+
+
+def reading() -> dict:
+    """What cuda_facts.py prints on the host whose facts() are the defaults."""
+    found = facts()
+    del found["pci_gpus"]
+    found["nvml"]["cuda_driver_version"] = 12040
+    found["pci_functions"] = [
+        {"address": f"0000:{bus:02x}:00.0", "vendor": "0x10de", "class": "0x030200"}
+        for bus in range(8)
+    ] + [{"address": "0000:07:00.1", "vendor": "0x10de", "class": "0x040300"}]  # HDMI audio
+    found["toolkits"][0]["cudart_version"] = None
+    found["torch"]["cudnn"] = 90100
+    return found
+
+
+def test_the_readings_mean_the_facts():
+    assert cuda_check_facts(reading()) == facts()
+
+
+def test_numbers_become_versions_by_cuda_compat():
+    raw = reading()
+    raw["nvml"]["cuda_driver_version"] = 11080
+    raw["toolkits"].append(
+        {
+            "path": "/usr/local/cuda-13.0",
+            "real_path": "/usr/local/cuda-13.0",
+            "version": None,
+            "cudart_version": 13000,
+            "source": "include/cuda_runtime_api.h",
+        }
+    )
+    raw["torch"]["cudnn"] = 8902
+    found = cuda_check_facts(raw)
+    assert found["nvml"]["cuda_driver_version"] == "11.8"
+    assert [t["version"] for t in found["toolkits"]] == ["12.4.1", "13.0"]
+    assert all("cudart_version" not in t for t in found["toolkits"])
+    assert found["torch"]["cudnn"] == "8.9.2"
+
+
+def test_numbers_missing_stay_missing():
+    raw = reading()
+    raw["nvml"]["cuda_driver_version"] = None
+    raw["toolkits"][0].update(version=None, source=None)
+    raw["torch"]["cudnn"] = None
+    found = cuda_check_facts(raw)
+    assert found["nvml"]["cuda_driver_version"] is None
+    assert found["toolkits"][0]["version"] is None
+    assert found["torch"]["cudnn"] is None
+    raw["torch"]["cudnn"] = 0  # torch without cuDNN
+    assert cuda_check_facts(raw)["torch"]["cudnn"] is None
 
 
 # ---------------------------------------------------------------- the decision
@@ -299,8 +351,9 @@ def test_bad_arguments():
 
 
 def run_facts(*args: str, env: dict | None = None, site: bool = False) -> dict:
-    """The script's JSON. Without site-packages (-S: no pynvml, no torch) unless site is true:
-    the tests of the files it reads do not wait for torch's import."""
+    """The script's JSON as the action takes it (cuda_check_facts). Without site-packages (-S:
+    no pynvml, no torch) unless site is true: the tests of the files it reads do not wait for
+    torch's import."""
     done = subprocess.run(
         [sys.executable, *([] if site else ["-S"]), str(SCRIPT), *args],
         capture_output=True,
@@ -310,7 +363,7 @@ def run_facts(*args: str, env: dict | None = None, site: bool = False) -> dict:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return cuda_check_facts(json.loads(done.stdout))
 
 
 def tree_args(root: Path) -> list[str]:
@@ -429,6 +482,37 @@ def test_kernel_module_and_pci_gpus(tmp_path, line, version):
     assert found["pci_gpus"] == 2
 
 
+def test_any_nvidia_display_function_is_a_gpu_and_an_nvswitch_is_not(tmp_path):
+    """The script reports each NVIDIA function's class as sysfs gives it; what is a GPU is
+    module_utils/pci.py's rule, as for hostcheck and the nvidia_driver probe: a display
+    controller of the "other" subclass (0x0380) counts, an NVSwitch bridge does not."""
+    devices = tmp_path / "sys/bus/pci/devices"
+    for name, vendor, klass in [
+        ("0000:3b:00.0", "0x10de", "0x030200"),  # an NVIDIA 3D controller
+        ("0000:86:00.0", "0x10DE", "0x038000"),  # an NVIDIA display controller, "other"
+        ("0000:c1:00.0", "0x10de", "0x068000"),  # an NVSwitch
+        ("0000:00:02.0", "0x8086", "0x038000"),  # another vendor's
+    ]:
+        write_tree(devices / name, {"vendor": f"{vendor}\n", "class": f"{klass}\n"})
+    done = subprocess.run(
+        [sys.executable, "-S", str(SCRIPT), f"--pci-devices={devices}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    reading = json.loads(done.stdout)
+    assert reading["pci_functions"] == [
+        {"address": "0000:3b:00.0", "vendor": "0x10de", "class": "0x030200"},
+        {"address": "0000:86:00.0", "vendor": "0x10DE", "class": "0x038000"},
+        {"address": "0000:c1:00.0", "vendor": "0x10de", "class": "0x068000"},
+    ]
+    found = cuda_check_facts(reading)
+    assert "pci_functions" not in found
+    assert found["pci_gpus"] == 2
+    assert cuda_check_decide(found, settings())["table"][2] == "NVIDIA GPUs on PCI  2"
+
+
 def test_real_pynvml_without_a_driver_and_the_real_cpu_torch():
     """This machine has no NVIDIA driver: the real pynvml says so; the real torch of this
     checkout's venv is a CPU build (no CUDA, no cuDNN), and nothing initialises CUDA."""
@@ -509,22 +593,6 @@ def test_fake_driver_and_torch_end_to_end(tmp_path, driver, torch, status, said)
     result = cuda_check_decide(found, settings(toolkit_version="12.4", cudnn_version="9.1"))
     assert result["status"] == status, result["message"]
     assert result["reason"] == said
-
-
-@pytest.mark.parametrize(
-    ("number", "text"), [(90100, "9.1.0"), (90501, "9.5.1"), (8902, "8.9.2"), (7605, "7.6.5")]
-)
-def test_cudnn_version_numbers(number, text):
-    assert cuda_facts.cudnn_version(number) == text
-
-
-def test_cuda_driver_version_numbers():
-    assert [cuda_facts.cuda_version(n) for n in (12040, 11080, 13000, 12090)] == [
-        "12.4",
-        "11.8",
-        "13.0",
-        "12.9",
-    ]
 
 
 def test_the_real_toolkit_of_this_machine():

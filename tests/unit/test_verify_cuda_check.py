@@ -17,6 +17,9 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_verify im
     parse_read,
     script_args,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
+    cuda_check_facts,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.unit.test_role_cuda_check import SCRIPT, facts, settings
@@ -40,7 +43,8 @@ def run_wrapper(python: str, *args: str, env: dict | None = None) -> subprocess.
 def test_the_venvs_python_reads_when_there_is_one(tmp_path):
     done = run_wrapper(sys.executable, f"--toolkit-path={tmp_path}")
     assert done.returncode == 0, done.stderr
-    by_venv, found = parse_read(done.stdout)
+    by_venv, reading = parse_read(done.stdout)
+    found = cuda_check_facts(reading)  # as the action takes it
     assert by_venv is True
     assert found["python"] == sys.executable
     assert found["toolkits"] == []

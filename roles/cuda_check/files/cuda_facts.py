@@ -1,10 +1,15 @@
-"""Print, as one JSON object, the NVIDIA driver and CUDA versions of this host (role cuda_check).
+"""Print, as one JSON object, what this host says of its NVIDIA driver and CUDA (role cuda_check).
 
 Run by the training venv's python, so that `import torch` and `import pynvml` see what training
 jobs see. Reads only: NVML through pynvml (package nvidia-ml-py), /proc/driver/nvidia/version,
-the NVIDIA devices under /sys/bus/pci/devices, CUDA toolkits' version.json / version.txt, cuDNN
+the NVIDIA functions under /sys/bus/pci/devices, CUDA toolkits' version.json / version.txt, cuDNN
 headers and library file names, and torch's build metadata. Nothing here initialises CUDA (no
 torch.cuda call): a host whose GPUs are busy or broken still answers.
+
+It reports readings as they come: NVML's and CUDART_VERSION's CUDA numbers (12040), torch's cuDNN
+number (90100), each NVIDIA PCI function's class. What they mean (12.4, 9.1.0, which functions
+are GPUs) is the cuda_check_verify action's to say (plugins/plugin_utils/cuda_check_rules.py,
+with module_utils' cuda_compat and pci rules).
 
 Standard library, pynvml and torch only; Python 3.6 and later (the OS python of EL 8 runs it
 when the venv has no python yet).
@@ -21,8 +26,6 @@ import sys
 KERNEL_MODULE = "/proc/driver/nvidia/version"
 PCI_DEVICES = "/sys/bus/pci/devices"
 NVIDIA_VENDOR = "0x10de"
-# PCI classes of a GPU: VGA controller (0x0300xx) and 3D controller (0x0302xx).
-GPU_CLASSES = ("0x0300", "0x0302")
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ..." and the open
 # modules' "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build".
 _MODULE_VERSION = re.compile(r"Kernel Module\b.*?\s(\d+\.\d+(?:\.\d+)?)(?:\s|$)")
@@ -44,18 +47,6 @@ def read(path):
 
 def text(value):
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def cuda_version(number):
-    """NVML gives 1000 * major + 10 * minor: 12040 -> '12.4'."""
-    return f"{number // 1000}.{(number % 1000) // 10}"
-
-
-def cudnn_version(number):
-    """torch.backends.cudnn.version(): 90100 -> '9.1.0' (cuDNN 9: major * 10000 + minor * 100
-    + patch), 8902 -> '8.9.2' (cuDNN 8 and older: major * 1000 + minor * 100 + patch)."""
-    major_unit = 10000 if number >= 90000 else 1000
-    return f"{number // major_unit}.{(number % major_unit) // 100}.{number % 100}"
 
 
 def nvml_facts():
@@ -84,7 +75,7 @@ def nvml_facts():
             (
                 "cuda_driver_version",
                 ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"),
-                cuda_version,
+                int,
             ),
             ("gpu_count", ("nvmlDeviceGetCount",), int),
         )
@@ -116,20 +107,28 @@ def kernel_module_facts(path):
     return {"loaded": True, "version": match.group(1) if match else None}
 
 
-def pci_gpu_count(devices):
-    count = 0
+def nvidia_pci_functions(devices):
+    """Address, vendor and class of each NVIDIA function under devices, as sysfs gives them."""
+    found = []
     for device in sorted(glob.glob(os.path.join(devices, "*"))):
-        vendor = (read(os.path.join(device, "vendor")) or "").strip().lower()
-        klass = (read(os.path.join(device, "class")) or "").strip().lower()
-        if vendor == NVIDIA_VENDOR and klass.startswith(GPU_CLASSES):
-            count += 1
-    return count
+        vendor = (read(os.path.join(device, "vendor")) or "").strip()
+        if vendor.lower() == NVIDIA_VENDOR:
+            klass = read(os.path.join(device, "class"))
+            found.append(
+                {
+                    "address": os.path.basename(device),
+                    "vendor": vendor,
+                    "class": klass.strip() if klass is not None else None,
+                }
+            )
+    return found
 
 
 def toolkit_version(folder):
-    """(version, the file it comes from): version.json (CUDA 11.1 and later), version.txt
-    (older), else CUDART_VERSION of include/cuda_runtime_api.h (toolkits put together from
-    the nvidia-cuda-* wheels have no version file; the header gives major.minor only)."""
+    """{version, cudart_version, source: the file they come from}: version.json (CUDA 11.1 and
+    later) or version.txt (older) give the version's text; else include/cuda_runtime_api.h its
+    CUDART_VERSION number, 13000 (toolkits put together from the nvidia-cuda-* wheels have no
+    version file)."""
     data = read(os.path.join(folder, "version.json"))
     if data is not None:
         try:
@@ -137,14 +136,14 @@ def toolkit_version(folder):
         except (ValueError, KeyError, TypeError):
             version = None
         if isinstance(version, str) and version:
-            return version, "version.json"
+            return {"version": version, "cudart_version": None, "source": "version.json"}
     match = _VERSION_TXT.search(read(os.path.join(folder, "version.txt")) or "")
     if match:
-        return match.group(1), "version.txt"
+        return {"version": match.group(1), "cudart_version": None, "source": "version.txt"}
     match = _CUDART_VERSION.search(read(os.path.join(folder, RUNTIME_HEADER)) or "")
     if match:
-        return cuda_version(int(match.group(1))), RUNTIME_HEADER
-    return None, None
+        return {"version": None, "cudart_version": int(match.group(1)), "source": RUNTIME_HEADER}
+    return {"version": None, "cudart_version": None, "source": None}
 
 
 def is_toolkit(folder):
@@ -165,14 +164,8 @@ def toolkits(parents):
             if folder in seen or not os.path.isdir(folder):
                 continue
             seen.add(folder)
-            version, source = toolkit_version(folder)
             found.append(
-                {
-                    "path": folder,
-                    "real_path": os.path.realpath(folder),
-                    "version": version,
-                    "source": source,
-                }
+                {"path": folder, "real_path": os.path.realpath(folder), **toolkit_version(folder)}
             )
     return found
 
@@ -250,8 +243,8 @@ def torch_facts():
     except Exception as exc:
         found["cudnn_error"] = f"torch.backends.cudnn.version(): {type(exc).__name__}: {exc}"
         number = None
-    if isinstance(number, int) and number > 0:
-        found["cudnn"] = cudnn_version(number)
+    if isinstance(number, int):
+        found["cudnn"] = number
     return found
 
 
@@ -267,7 +260,7 @@ def main(argv=None):
         "python": sys.executable,
         "nvml": nvml_facts(),
         "kernel_module": kernel_module_facts(args.kernel_module),
-        "pci_gpus": pci_gpu_count(args.pci_devices),
+        "pci_functions": nvidia_pci_functions(args.pci_devices),
         "toolkits": toolkits(args.toolkit_path),
         "cudnn": {
             "headers": cudnn_headers(args.cudnn_include_path),
