@@ -95,7 +95,10 @@ def test_several_reports_at_once(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "--set", "shm.min_size=150%"], "--set shm.min_size: shm.min_size: percentage"),
+        (
+            ["run", "--set", "shm.min_size=150%"],
+            "--set shm.min_size: shm.min_size: a percentage of RAM must be above 0%",
+        ),
         (["run", "--set", "shm.colour=blue"], "--set shm.colour: shm.colour: unknown key"),
         (["run", "--profile", "nosuch"], "nosuch: no such profile or file"),
         (["run", "--check", "gpus"], "--check gpus: no such check"),
