@@ -9,12 +9,14 @@ from hostcheck import config as c
 from hostcheck._shared.cpus import (
     CPU_DIR,
     core_keys,
+    cpufreq_governors,
     format_cpulist,
     online_cpus,
     parse_cpulist,
     physical_cores,
 )
 from hostcheck._shared.sizes import format_size, parse_size
+from hostcheck._shared.thp import THP_DIR, parse_bracketed
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.mounts import unescape
@@ -22,7 +24,6 @@ from hostcheck.pci import nvidia_gpus
 from hostcheck.system import System
 
 NODE_DIR = "/sys/devices/system/node"
-THP_DIR = "/sys/kernel/mm/transparent_hugepage"
 TAGS = "ansible-playbook site.yml --tags sysctl_tuning"
 THP_ENABLED_MODES = ("always", "madvise", "never")
 THP_DEFRAG_MODES = ("always", "defer", "defer+madvise", "madvise", "never")
@@ -58,19 +59,6 @@ MEMORY_SCHEMA = c.obj(
 
 
 # ---------------------------------------------------------------- parsers (pure)
-
-
-def parse_bracketed(text: str) -> tuple[str | None, list[str]]:
-    """'always [madvise] never' -> ('madvise', ['always', 'madvise', 'never'])."""
-    selected = None
-    options = []
-    for word in text.split():
-        if len(word) > 2 and word.startswith("[") and word.endswith("]"):
-            word = word[1:-1]
-            if selected is None:
-                selected = word
-        options.append(word)
-    return selected, options
 
 
 @dataclass(frozen=True)
@@ -133,16 +121,6 @@ class Topology:
 def read_topology(system: System) -> Topology:
     online = online_cpus(system.read, system.glob)
     return Topology(online, core_keys(system.read, online))
-
-
-def read_governors(system: System, cpus: list[int]) -> dict[int, str]:
-    """scaling_governor of every CPU that has a cpufreq directory."""
-    found = {}
-    for cpu in cpus:
-        value = system.read_value(f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor")
-        if value:
-            found[cpu] = value
-    return found
 
 
 def read_numa(system: System) -> dict[int, list[int]]:
@@ -249,7 +227,7 @@ def run_cpu(ctx: CheckContext) -> CheckResult:
     physical = topo.physical_cores
     smt_active = system.read_int(f"{CPU_DIR}/smt/active")
     smt_control = system.read_value(f"{CPU_DIR}/smt/control")
-    governors = read_governors(system, topo.online)
+    governors = cpufreq_governors(system.read, topo.online)
     numa = read_numa(system)
     gpus = nvidia_gpus(system)
 

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Union
 
 from hostcheck import config as c
+from hostcheck._shared.sysctl import NAME_PATTERN, proc_path
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 
 CHECK_ID = "sysctl"
-PROC_SYS = "/proc/sys"
 FIX = (
     "set sysctl_tuning_settings['{name}'] (role sysctl_tuning) {want} and run: "
     "ansible-playbook site.yml --tags sysctl_tuning"
 )
-
-# A sysctl name: components of letters, digits, _ and -, joined by dots; or, as sysctl(8)
-# accepts, a name whose first separator is a slash uses slashes and keeps its dots
-# (net/ipv4/conf/eth0.100/rp_filter); in net.ipv4.conf.eth0/100.rp_filter the / is a dot.
-NAME_PATTERN = r"^[A-Za-z0-9_-]+[./][A-Za-z0-9_./-]*[A-Za-z0-9_-]$"
-_NAME = re.compile(NAME_PATTERN)
 
 _NUMBERS = {
     "anyOf": [
@@ -52,20 +45,6 @@ SCHEMA = c.obj(
 )
 
 Field = Union[int, str]
-
-
-def proc_path(name: str) -> str:
-    """/proc/sys path of a sysctl name, converted as sysctl(8) does; ValueError for a name
-    that is not one (so a profile cannot make hostcheck read outside /proc/sys)."""
-    if not _NAME.match(name):
-        raise ValueError(f"not a sysctl name: {name!r}")
-    first = re.search(r"[./]", name)
-    if first is not None and first.group() == ".":
-        name = name.translate(str.maketrans("./", "/."))
-    parts = name.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise ValueError(f"not a sysctl name: {name!r}")
-    return f"{PROC_SYS}/{name}"
 
 
 def parse_value(text: str) -> tuple[Field, ...]:

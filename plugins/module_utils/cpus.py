@@ -1,7 +1,8 @@
 """CPU lists and cores as the kernel shows them in sysfs: the cpulist format ("0-3,8-11" in
 /sys/devices/system/cpu/online and node*/cpulist) and the physical cores (distinct package, die
 and core ids of the online CPUs), read the same way by hostcheck's cpu and loop checks and by
-the hostcheck role's probe (the host the DataLoader settings file is judged by). This file is
+the hostcheck role's probe (the host the DataLoader settings file is judged by); and the cpufreq
+governors, read the same way by the cpu check and the sysctl_tuning role's probe. This file is
 shared: the collection ships it as module_utils and the hostcheck package as hostcheck._shared
 (pyproject.toml), so it uses the standard library only.
 
@@ -66,6 +67,17 @@ def online_cpus(read, glob):
         return online
     names = [path.rsplit("/", 1)[-1] for path in glob(f"{CPU_DIR}/cpu[0-9]*")]
     return sorted(int(name[3:]) for name in names if name[3:].isdigit())
+
+
+def cpufreq_governors(read, cpus):
+    """cpu -> its cpufreq scaling_governor, for those of the cpus that have one (none in a VM
+    or without a cpufreq driver), in the order given."""
+    governors = {}
+    for cpu in cpus:
+        governor = (read(f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor") or "").strip()
+        if governor:
+            governors[cpu] = governor
+    return governors
 
 
 def core_keys(read, cpus):

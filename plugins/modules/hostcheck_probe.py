@@ -171,6 +171,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
     GPU,
     nvidia_functions,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sysctl import proc_path
 
 REPORT = "report.json"
 RECORD = "report.host-state.json"
@@ -340,10 +341,14 @@ def swaps(text: str) -> list[list[str]]:
 
 
 def sysctl_values(root: str, names: list[str]) -> dict[str, str | None]:
+    """The value of each name in the file hostcheck's sysctl check reads; None for a file that
+    is not there and a name that is not a sysctl name."""
     values = {}
     for name in sorted(set(names)):
-        path = under(root, "/proc/sys/" + name.replace(".", "/"))
-        text = read_text(path)
+        try:
+            text = read_text(under(root, proc_path(name)))
+        except ValueError:
+            text = None
         values[name] = None if text is None else " ".join(text.split())
     return values
 

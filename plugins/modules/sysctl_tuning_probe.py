@@ -102,17 +102,26 @@ units:
 import fnmatch
 import glob
 import os
-import re
 import shutil
 import stat
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cpus import (
+    CPU_DIR,
+    cpufreq_governors,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sysctl import (
+    PROC_SYS,
+    proc_path,
+    sysctl_file_settings,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.thp import (
+    THP_DIR,
+    parse_bracketed,
+)
 
-PROC_SYS = "/proc/sys"
-CPU_DIR = "/sys/devices/system/cpu"
-THP_DIR = "/sys/kernel/mm/transparent_hugepage"
 # Init systems a host boots with; anything else as PID 1 (tini, dumb-init, sh, sshd,
 # sleep, a training script) is a container's entry point.
 INITS = ("systemd", "init", "upstart", "openrc-init", "runit", "runit-init", "s6-svscan")
@@ -127,25 +136,10 @@ SYSCTL_DIRS = (
 )
 # `sysctl --system` reads it last; systemd-sysctl through the 99-sysctl.conf link distros ship.
 SYSCTL_CONF = "/etc/sysctl.conf"
-_BRACKETED = re.compile(r"\[([^\]]+)\]")
 
 
 def read(path: str, root: str = "") -> str | None:
     return read_text(root + path)
-
-
-def proc_path(name: str) -> str:
-    """/proc/sys path of a dotted name; a / inside a component stands for a dot
-    (net.ipv4.conf.eth0/100.rp_filter is net/ipv4/conf/eth0.100/rp_filter)."""
-    return PROC_SYS + "/" + name.translate(str.maketrans("./", "/."))
-
-
-def dotted(key: str) -> str:
-    """A sysctl.d key in dotted form: keys whose first separator is a slash use slashes."""
-    first = re.search(r"[./]", key)
-    if first is not None and first.group() == "/":
-        return key.translate(str.maketrans("/.", "./"))
-    return key
 
 
 def sysctl_files(own_file: str, root: str = "") -> list[str]:
@@ -163,19 +157,6 @@ def sysctl_files(own_file: str, root: str = "") -> list[str]:
     return files
 
 
-def parse_sysctl_file(text: str) -> list[tuple[str, str]]:
-    """(key, value) pairs in file order; '-' (ignore errors) dropped, keys dotted."""
-    pairs = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")) or "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        key = key.strip().lstrip("-").strip()
-        pairs.append((dotted(key), " ".join(value.split())))
-    return pairs
-
-
 def sysctl_state(names: list[str], own_file: str, root: str = "") -> dict[str, dict]:
     """Per name: the kernel's value and mode, and every boot-time line that sets it."""
     files = sysctl_files(own_file, root)
@@ -188,7 +169,7 @@ def sysctl_state(names: list[str], own_file: str, root: str = "") -> dict[str, d
         text = read(path, root)
         if text is None or os.path.realpath(root + path) == "/dev/null":
             continue  # masked (a link to /dev/null) or not there
-        for key, value in parse_sysctl_file(text):
+        for key, value in sysctl_file_settings(text):
             for name in names:
                 if key == name or (any(c in key for c in "*?[") and fnmatch.fnmatch(name, key)):
                     set_by[name].append([path, value])
@@ -196,13 +177,13 @@ def sysctl_state(names: list[str], own_file: str, root: str = "") -> dict[str, d
                         after_own[name].append([path, value])
     state = {}
     for name in names:
-        path = root + proc_path(name)
         try:
-            mode = os.stat(path).st_mode
-            exists = os.path.isfile(path)
-        except OSError:
-            mode, exists = 0, False
-        text = read(proc_path(name), root) if exists else None
+            path = proc_path(name)
+            mode = os.stat(root + path).st_mode
+            exists = os.path.isfile(root + path)
+        except (ValueError, OSError):
+            path, mode, exists = "", 0, False
+        text = read(path, root) if exists else None
         last = set_by[name][-1] if set_by[name] else None
         state[name] = {
             "exists": exists,
@@ -219,26 +200,21 @@ def bracketed(text: str | None) -> dict | None:
     """'always [madvise] never' -> {selected: madvise, options: [always, madvise, never]}."""
     if text is None:
         return None
-    match = _BRACKETED.search(text)
-    return {
-        "selected": match.group(1) if match else None,
-        "options": [word.strip("[]") for word in text.split()],
-    }
+    selected, options = parse_bracketed(text)
+    return {"selected": selected, "options": options}
 
 
 def cpufreq_state(root: str = "") -> dict:
     """The governor of every CPU with cpufreq, and the governors all of them offer (null when
     a driver does not say)."""
-    governors: dict[str, str] = {}
+    paths = sorted(glob.glob(f"{root}{CPU_DIR}/cpu[0-9]*/cpufreq/scaling_governor"))
+    names = [path.split("/")[-3] for path in paths]
+    cpus = [int(name[3:]) for name in names if name[3:].isdigit()]
+    governors = cpufreq_governors(lambda path: read(path, root), cpus)
     available: set[str] | None = None
     unknown = False
-    for path in sorted(glob.glob(f"{root}{CPU_DIR}/cpu[0-9]*/cpufreq/scaling_governor")):
-        cpu = path.split("/")[-3]
-        value = read(path[len(root) :], root)
-        if value is None:
-            continue
-        governors[cpu] = value.strip()
-        offered = read(os.path.dirname(path[len(root) :]) + "/scaling_available_governors", root)
+    for cpu in governors:
+        offered = read(f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_available_governors", root)
         if offered is None:
             unknown = True
             continue
@@ -246,9 +222,9 @@ def cpufreq_state(root: str = "") -> dict:
         available = words if available is None else available & words
     return {
         "present": bool(governors),
-        "governors": governors,
+        "governors": {f"cpu{cpu}": governor for cpu, governor in governors.items()},
         "available": None if unknown or available is None else sorted(available),
-        "paths": [f"{CPU_DIR}/{cpu}/cpufreq/scaling_governor" for cpu in governors],
+        "paths": [f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor" for cpu in governors],
     }
 
 

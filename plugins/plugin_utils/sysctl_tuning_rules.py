@@ -19,12 +19,12 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sysctl import (
+    DOTTED_NAME_PATTERN,
+    sysctl_file_lines,
+)
 
-# Dotted names only (one spelling, so a key is never in the file twice). The first component
-# is a kernel table (vm, fs, net, kernel ...); later ones may hold interface names, in which
-# a / stands for a dot, as sysctl(8) reads net.ipv4.conf.eth0/100.rp_filter.
-NAME_PATTERN = r"^[a-z0-9_]+(\.[A-Za-z0-9_@+-]+(/[A-Za-z0-9_@+-]+)*)+$"
-_NAME = re.compile(NAME_PATTERN)
+_NAME = re.compile(DOTTED_NAME_PATTERN)
 # Decimal only: the kernel reads 010 as octal and 0x10 as hex, which nobody means here.
 _INTEGER = re.compile(r"^-?(0|[1-9][0-9]*)$")
 
@@ -103,16 +103,11 @@ def sysctl_tuning_settings(
     return wanted
 
 
-def sysctl_tuning_parse_file(text: object) -> dict[str, str]:
-    """{name: value} of a sysctl.d file (the last line of a name wins, as at boot)."""
-    values: dict[str, str] = {}
-    for raw in str(text or "").splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")) or "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        values[key.strip().lstrip("-").strip()] = " ".join(value.split())
-    return values
+def sysctl_tuning_parse_file(text: str | None) -> dict[str, str]:
+    """{key: value} of the role's sysctl.d file (the last line of a key wins, as at boot). Keys
+    stay as written: the role's tasks hand them back to ansible.posix.sysctl, which finds a
+    line by its key as written (a net/ipv4/tcp_rmem line is dropped by that name)."""
+    return dict(sysctl_file_lines(text))
 
 
 def sysctl_tuning_same(have: object, want: object) -> bool:
