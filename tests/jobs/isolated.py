@@ -12,7 +12,7 @@ session. Experimental control for checking arithmetic; hostcheck never changes p
 import os
 import sys
 
-from tests.unit.loop_point import raise_share
+from tests.support.loop_point import raise_share
 
 
 def main() -> None:
