@@ -343,7 +343,7 @@ def test_cuda_asked_without_a_gpu_is_a_usage_error():
 def test_nvml_link_matches_the_cuda_device_by_uuid(monkeypatch, fake_host):
     from hostcheck.gpu import nvml
     from hostcheck.loop import bandwidth as bw_module
-    from tests.unit.hostcheck.checks.test_gpu import FakeGpu, fake_nvml
+    from tests.support.fake_nvml import FakeGpu, fake_nvml
 
     gpus = [FakeGpu(0, max_gen=4, max_width=16), FakeGpu(1, max_gen=5, max_width=8)]
     monkeypatch.setattr(nvml, "load_nvml", lambda: fake_nvml(gpus))

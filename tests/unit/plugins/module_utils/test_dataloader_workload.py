@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.action import hostcheck_plan
-from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import (
-    dataloader_workload as shared,
-)
+from hostcheck._shared import dataloader_workload as shared
 
 from hostcheck.checks import loop as loop_check
 from tests.support.role_dataloader import HOST, VARIABLES

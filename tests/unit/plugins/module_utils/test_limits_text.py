@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import limits_text
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     RLIM_INFINITY,
     ulimits_conf_entries,
@@ -20,6 +19,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules 
     ulimits_rlimit,
     ulimits_systemctl_show,
 )
+from hostcheck._shared import limits_text
 
 from hostcheck import limits as lim
 from hostcheck.units import UNLIMITED

@@ -9,11 +9,11 @@ import subprocess
 
 import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
-from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from hostcheck._shared.sizes import (
     tmpfs_size_bytes,
     tmpfs_size_option,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 from hypothesis import given
 from hypothesis import strategies as st
 

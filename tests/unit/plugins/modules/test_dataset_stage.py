@@ -22,7 +22,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dataset_manife
     parse_manifest,
     parse_sizes,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import format_size
+from hostcheck._shared.sizes import format_size
 
 from tests import collection_link
 from tests.paths import CHECKOUT as REPO
