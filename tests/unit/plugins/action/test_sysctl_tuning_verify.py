@@ -1,6 +1,6 @@
 """The sysctl_tuning role's verify action: its comparisons of a probe result with what the
 variables ask, on hosts as the role leaves them and drifted from that (the probe results are
-those of tests/unit/test_validate_sysctl_tuning.py)."""
+those of tests/unit/plugins/action/test_sysctl_tuning_validate.py)."""
 
 from __future__ import annotations
 
