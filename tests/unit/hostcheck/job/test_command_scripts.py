@@ -10,8 +10,8 @@ with a larger CPU share (tests/jobs/isolated.py; other test modules and sandbox 
 beside this one), and a run off the arithmetic is measured again, up to three tries; the
 assertion message lists every try. A point off the arithmetic only in tries during which other
 tasks waited for a CPU most of the time (/proc/pressure/cpu) measured the machine's load, not
-the job: the test skips and says so, as tests/unit/hostcheck/loop/test_theory.py does. The points are
-chosen where the arithmetic holds on two cores: sleeping samples (no core used while
+the job: the test skips and says so, as tests/unit/hostcheck/loop/test_theory.py does. The
+points are chosen where the arithmetic holds on two cores: sleeping samples (no core used while
 loading), or CPU samples with one worker next to a training process of one thread, each on its
 own core.
 """
