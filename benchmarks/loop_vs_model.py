@@ -30,7 +30,7 @@ from hostcheck.loop.settings import LoopSettings
 # (cost ms, batch, workers, step ms, prefetcher): points that fit 2 cores (w <= 2; the step
 # is a sleep), both sides of the knee, and num_workers 0 with and without a prefetch thread.
 GRID = [
-    (5.0, 8, 0, 20, False),  # the tests' points (tests/unit/test_loop_model.py) ...
+    (5.0, 8, 0, 20, False),  # the tests' points (tests/unit/hostcheck/loop/test_theory.py) ...
     (10.0, 8, 1, 40, False),
     (10.0, 16, 2, 50, True),
     (5.0, 8, 2, 40, True),

@@ -2,7 +2,8 @@
 meta/argument_specs.yml, between the two marker lines, and the same options as the role's
 documentation fragment, plugins/doc_fragments/<role>_variables.py, when it has validate and
 verify actions (their options, as ansible-doc shows them); with --check, change nothing and
-exit 1 naming each file that differs from the specs (tests/unit/test_docs.py runs that).
+exit 1 naming each file that differs from the specs (tests/unit/docs/test_role_variables.py
+runs that).
 
     python3 docs/role_variables.py [--check]
 """

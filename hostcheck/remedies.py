@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-# The collection's roles (tests/unit/test_remedy_variables.py keeps this equal to roles/).
+# The collection's roles (tests/unit/hostcheck/test_remedies.py keeps this equal to roles/).
 ROLES = (
     "cuda_check",
     "dataset_staging",

@@ -3,7 +3,7 @@ to plain Python by fastjsonschema, once for a layer (a profile file, --config, -
 for a complete profile (every key present), so `hostcheck run` validates without importing
 jsonschema; and the built-in profiles parsed, so it reads them without importing yaml. With
 --check, change nothing and exit 1 when the files differ from a fresh build
-(tests/unit/test_compiled_schema.py runs that). fastjsonschema is needed here only (the dev
+(tests/unit/hostcheck/test_schema_build.py runs that). fastjsonschema is needed here only (the dev
 extra).
 
     python -m hostcheck.schema_build [--check]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+from tests.paths import CHECKOUT
 
 
 def collection_name(checkout: Path = CHECKOUT) -> tuple[str, str]:

@@ -33,8 +33,9 @@ def pytest_runtest_logreport(report) -> None:
     worker = getattr(getattr(report, "node", None), "gateway", None)
     worker_id = worker.id if worker is not None else "main"
     module = report.nodeid.split("::", 1)[0]
-    if module.startswith("tests/unit/"):
-        module = "tests/unit/*"
+    for grouped in ("tests/unit/", "tests/integration/local/"):
+        if module.startswith(grouped):
+            module = f"{grouped}*"
     span = _SPANS.setdefault((worker_id, module), [report.start, report.stop])
     span[0] = min(span[0], report.start)
     span[1] = max(span[1], report.stop)

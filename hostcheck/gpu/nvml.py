@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# NVML ABI values (nvml.h). tests/unit/test_gpu.py checks them against the installed pynvml.
+# NVML ABI values (nvml.h). tests/unit/hostcheck/checks/test_gpu.py checks them against the
+# installed pynvml.
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_MEMORY_ERROR_TYPE_CORRECTED = 0

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT, run_playbook
-from tests.unit.test_role_dataset_staging import write_md_superblock
+from tests.support.dataset_staging import write_md_superblock
 
 pytestmark = pytest.mark.integration
 PLAYBOOK = "playbooks/stage_dataset.yml"
@@ -484,7 +484,7 @@ def test_two_blank_disks_become_one_md_raid0_array(fleet, host):
         pytest.skip(
             "this kernel has no md driver (no /proc/mdstat, no modules to load): the md RAID 0 "
             "commands and mdadm.conf are checked by rendering in "
-            "tests/unit/test_role_dataset_staging.py"
+            "tests/unit/plugins/plugin_utils/test_dataset_staging_rules.py"
         )
     devices = host.disk_paths[1:3]
     run = stage(

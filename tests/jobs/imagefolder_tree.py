@@ -13,7 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.paths import CHECKOUT as REPO
+
 CACHE = REPO / ".cache" / "jobs"
 # Larger than ImageNet's average (about 400 x 350): these smooth synthetic images decode
 # faster than photographs. A sample (decode, crop, flip, tensor, normalise) costs about 3 ms

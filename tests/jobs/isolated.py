@@ -4,7 +4,7 @@ from the checkout.
 Start it in a session of its own (start_new_session=True): with the kernel's autogroup
 scheduling CPU time is shared between sessions first, so on a shared machine (other test
 modules, sandbox fleets) the measured job asks for a larger share of its own session (root
-only; tests/unit/loop_point.py does the same for the loop). Then it replaces itself with
+only; tests/support/loop_point.py does the same for the loop). Then it replaces itself with
 COMMAND, whose processes (the job, its ranks and their DataLoader workers) stay in that
 session. Experimental control for checking arithmetic; hostcheck never changes priorities.
 """
@@ -12,7 +12,7 @@ session. Experimental control for checking arithmetic; hostcheck never changes p
 import os
 import sys
 
-from tests.unit.loop_point import raise_share
+from tests.support.loop_point import raise_share
 
 
 def main() -> None:

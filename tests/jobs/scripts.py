@@ -1,6 +1,6 @@
-"""How the tests (tests/unit/test_job_scripts.py) and the benchmarks (benchmarks/job_*.py)
-run the job scripts of this folder: their command lines, their environment, and what the
-scripts print about their own speed."""
+"""How the tests (tests/unit/hostcheck/job/test_command_scripts.py) and the benchmarks
+(benchmarks/job_*.py) run the job scripts of this folder: their command lines, their
+environment, and what the scripts print about their own speed."""
 
 from __future__ import annotations
 

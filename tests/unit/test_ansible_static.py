@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from tests.paths import BIN
+from tests.paths import CHECKOUT as REPO
+
 ENV = {
     **os.environ,
     "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),

@@ -1,0 +1,120 @@
+"""The hostcheck role's validate action through ansible-playbook on this machine: hostcheck_config
+judged by hostcheck's schema, the schedule by systemd-analyze (skipped where it cannot run), each
+bad variable named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    SYSTEMD_ANALYZE,
+)
+
+from tests.paths import CHECKOUT as REPO
+from tests.support.role_validation import validate
+
+ANALYZE = next((p for p in SYSTEMD_ANALYZE if Path(p).is_file()), None)
+
+
+def test_the_action_validates_once_and_gives_the_same_values_again(tmp_path):
+    first, again = validate("hostcheck", {}, tmp_path)
+    assert not first.get("failed"), first
+    assert first["values"]["numbers"] == {
+        "hostcheck_timer_randomized_delay_sec": 120,
+        "hostcheck_dataloader_sample_cost_us": 2000,
+        "hostcheck_dataloader_batch_size": 32,
+        "hostcheck_dataloader_step_ms": 100,
+        "hostcheck_dataloader_ranks_per_node": 0,
+        "hostcheck_dataloader_max_workers": 0,
+    }
+    # this machine's OS packages for the venv (Debian or EL)
+    assert "__hostcheck_os_packages" in first["values"]["os_vars"]
+    assert again["values"] == first["values"]
+    assert again["msg"] == "hostcheck: validated earlier in this run"
+
+
+def test_the_action_checks_the_config_with_hostcheck_schema(tmp_path):
+    variables = {
+        "hostcheck_wheel": "",
+        "hostcheck_build_source": str(REPO),
+        "hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}},
+    }
+    (failed,) = validate("hostcheck", variables, tmp_path)
+    assert failed["failed"] is True
+    assert failed["msg"].startswith(
+        "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%"
+    ), failed["msg"]
+    good = {**variables, "hostcheck_config": {"checks": {"shm": {"min_size": "1G"}}}}
+    first, _ = validate("hostcheck", good, tmp_path)
+    assert not first.get("failed"), first
+
+
+def test_the_action_fails_on_the_first_bad_variable(tmp_path):
+    (failed,) = validate(
+        "hostcheck",
+        {"hostcheck_timer_randomized_delay_sec": -1, "hostcheck_profile": "gpu_node"},
+        tmp_path,
+    )
+    assert failed["msg"].startswith("hostcheck_timer_randomized_delay_sec: a whole number of")
+    (failed,) = validate("hostcheck", {"hostcheck_profile": "gpu_node"}, tmp_path)
+    assert failed["msg"].startswith("hostcheck_profile: one of default, gpu-node, quick or")
+    # what the plan rests on: meta/argument_specs.yml's choices, checked first
+    (failed,) = validate("hostcheck", {"hostcheck_measure": "sometimes"}, tmp_path)
+    assert "hostcheck_measure must be one of: changed, always" in failed["msg"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"hostcheck_dataloader_sample": "png"}, "hostcheck_dataloader_sample must be one of"),
+        ({"hostcheck_dataloader_enabled": "maybe"}, "hostcheck_dataloader_enabled"),
+        ({"hostcheck_dataloader_batch_size": 0}, "hostcheck_dataloader_batch_size: a whole"),
+        ({"hostcheck_dataloader_step_ms": -5}, "hostcheck_dataloader_step_ms: a whole"),
+        ({"hostcheck_dataloader_ranks_per_node": 2000}, "hostcheck_dataloader_ranks_per_node: "),
+        ({"hostcheck_dataloader_max_workers": "all"}, "hostcheck_dataloader_max_workers"),
+        ({"hostcheck_dataloader_sample_cost_us": 0}, "hostcheck_dataloader_sample_cost_us: "),
+        ({"hostcheck_dataloader_seconds": "soon"}, "hostcheck_dataloader_seconds: a number"),
+        ({"hostcheck_dataloader_path": "dataloader.json"}, "hostcheck_dataloader_path: an abs"),
+        ({"hostcheck_dataloader_dataset_path": "data"}, "hostcheck_dataloader_dataset_path: "),
+    ],
+)
+def test_the_action_refuses_bad_dataloader_variables(tmp_path, variables, message):
+    """Also when the settings file is not wanted: a bad value is a mistake either way."""
+    (failed,) = validate("hostcheck", variables, tmp_path)
+    assert failed.get("failed") and message in failed["msg"], failed
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")
+def test_the_action_asks_systemd_analyze_when_the_timer_is_on(tmp_path):
+    bad = {"hostcheck_timer_enabled": True, "hostcheck_timer_schedule": "every hour"}
+    (failed,) = validate("hostcheck", bad, tmp_path)
+    assert failed["msg"].startswith(
+        'hostcheck_timer_schedule: systemd-analyze calendar rejects "every hour": '
+    )
+    first, _ = validate("hostcheck", {**bad, "hostcheck_timer_enabled": False}, tmp_path)
+    assert not first.get("failed"), first
+
+
+@pytest.mark.skipif(ANALYZE is not None, reason="systemd-analyze is on this machine")
+def test_without_systemd_analyze_the_schedule_is_not_checked(tmp_path):
+    bad = {"hostcheck_timer_enabled": True, "hostcheck_timer_schedule": "every hour"}
+    first, _ = validate("hostcheck", bad, tmp_path)
+    assert not first.get("failed"), first
+    assert "not checked with systemd-analyze calendar" in first["msg"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({"hostcheck_extra_args": "--user trainer"}, "hostcheck_extra_args"),
+        ({"hostcheck_config": 5}, "hostcheck_config"),
+    ],
+)
+def test_a_wrongly_typed_variable_is_refused_by_name_in_validate_yml(tmp_path, variables, named):
+    """validate.yml renders none of what reading the host needs (that is hostcheck_plan's, in
+    main.yml), so a bad value is the validation's message, not a template error."""
+    (failed,) = validate("hostcheck", variables, tmp_path)[:1]
+    assert failed["failed"] is True
+    assert named in failed["msg"]
+    assert "probe" not in failed["msg"] and "template" not in failed["msg"].lower()

@@ -1,0 +1,118 @@
+"""The HTML page as a browser renders it: headless Chromium (Debian's `chromium`) loads the
+file, and every host and every status must be in the rendered DOM. A screenshot is kept in
+reports/screenshots/ for people to look at."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hostcheck.cli import main
+from tests.paths import CHECKOUT as REPO
+from tests.support.fleet_reports import host, marker, status, write
+
+SCREENSHOTS = REPO / "reports" / "screenshots"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+EVIL = "<script>alert(1)<!--"
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (make test installs it as root)"
+)
+
+
+def chromium(profile: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def page(tmp_path, real_report) -> tuple[Path, dict[str, str]]:
+    audit = tmp_path / "20260102T000000Z"
+    verdicts = {}
+    for i, rate in enumerate((1000, 1020, 980, 1010, 990, 120)):
+        write(audit, f"gpu{i}", host(real_report, f"gpu{i}", loop=(float(rate), 0.01 + i / 100)))
+        verdicts[f"gpu{i}"] = "pass"
+    write(audit, "gpu6", host(real_report, "gpu6", fail=["shm", "sysctl"]))
+    write(audit, "gpu7", status(host(real_report, "gpu7"), "cpu", "warn"))
+    write(audit, "gpu8", status(host(real_report, "gpu8"), "pillow", "error"))
+    write(audit, "gpu9", marker("gpu9"))
+    write(audit, "gpu10", marker("gpu10", "timeout", "no answer in 300 s"))
+    write(audit, "gpu11", marker("gpu11", "no-report", "hostcheck: not found"))
+    write(audit, EVIL, '{"schema_version": 1, "tool": {"na')
+    verdicts.update(
+        gpu6="fail",
+        gpu7="warn",
+        gpu8="error",
+        gpu9="unreachable",
+        gpu10="timeout",
+        gpu11="no-report",
+    )
+    verdicts[EVIL] = "unreadable"
+    write(tmp_path / "20260101T000000Z", "gpu0", host(real_report, "gpu0", fail=["shm"]))
+    out = tmp_path / "fleet.html"
+    assert main(["fleet", str(audit), "--report", f"html:{out}"]) == 1
+    return out, verdicts
+
+
+def test_rendered_page_shows_every_host_and_status(tmp_path, page, capsys):
+    out, verdicts = page
+    capsys.readouterr()
+    text = out.read_text()
+    assert "<script" not in text  # the hostile name is escaped, and the page has no script
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text
+    done = chromium(tmp_path / "profile", "--dump-dom", out.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    assert "<script" not in dom  # nothing the browser parsed became a script element
+    rows = {}
+    grid = re.search(r'<table class="grid">(.*?)</table>', dom, re.S).group(1)
+    for row in re.findall(r"<tr>(.*?)</tr>", grid, re.S):
+        cells = [
+            html.unescape(re.sub(r"<[^>]+>", "", c))
+            for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
+        ]
+        if cells:
+            rows[cells[0]] = cells
+    for name, verdict in verdicts.items():
+        assert name in rows, name
+        assert rows[name][1] == verdict, (name, rows[name])
+    for check_status in ("pass", "warn", "fail", "skip", "error"):
+        assert any(check_status in cells[2:] for cells in rows.values()), check_status
+    assert "truncated JSON" in dom and "no answer in 300 s" in dom
+    assert "loop throughput" in dom and "median" in dom  # the charts
+    assert "Outliers (1)" in dom and "Drift since" in dom
+
+
+def test_screenshot_for_people(tmp_path, page):
+    out, _ = page
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    png = SCREENSHOTS / "fleet.png"
+    png.unlink(missing_ok=True)
+    done = chromium(
+        tmp_path / "profile", f"--screenshot={png}", "--window-size=1400,1000", out.as_uri()
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size > 20_000  # a page, not a blank
+    print(f"screenshot: {png}")

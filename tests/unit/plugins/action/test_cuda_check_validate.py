@@ -1,0 +1,136 @@
+"""The cuda_check role's validate action: cuda_check_without_driver, the version variables,
+cuda_check_venv, the folder lists and the two switches, each bad value refused with its
+message; and the action run on this machine."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate import (
+    PATH_VARIABLES,
+    VARIABLES,
+    VERSION_VARIABLES,
+    cuda_check_values,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+
+from tests.paths import CHECKOUT
+
+ROLE = CHECKOUT / "roles" / "cuda_check"
+DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+GOOD = {**DEFAULTS, "cuda_check_venv": "/opt/venvs/train"}
+
+
+def refused(**changes) -> str:
+    with pytest.raises(Invalid) as error:
+        cuda_check_values({**GOOD, **changes})
+    return str(error.value)
+
+
+def test_every_variable_is_checked():
+    assert set(VARIABLES) == set(DEFAULTS)
+
+
+def test_the_defaults_and_good_values_pass_as_the_settings_of_the_decision():
+    assert cuda_check_values(GOOD) == {
+        "settings": {
+            "cuda_check_venv": "/opt/venvs/train",
+            "cuda_check_without_driver": "skip",
+            "cuda_check_min_driver_version": "",
+            "cuda_check_min_cuda_version": "",
+            "cuda_check_toolkit_version": "",
+            "cuda_check_cudnn_version": "",
+            "cuda_check_torch_cuda_version": "",
+            "cuda_check_require_torch_cuda": True,
+        }
+    }
+    assert cuda_check_values(
+        {
+            **GOOD,
+            "cuda_check_without_driver": "fail",
+            "cuda_check_min_driver_version": "550.54.15",
+            "cuda_check_min_cuda_version": "12.4",
+            "cuda_check_toolkit_version": 12,
+            "cuda_check_cudnn_version": "9",
+            "cuda_check_torch_cuda_version": "12.10",
+            "cuda_check_toolkit_paths": ["/usr/local", "/opt/cuda"],
+            "cuda_check_cudnn_include_paths": ["/usr/include"],
+            "cuda_check_enabled": "yes",
+            "cuda_check_require_torch_cuda": 0,
+        }
+    )["settings"] == {
+        "cuda_check_venv": "/opt/venvs/train",
+        "cuda_check_without_driver": "fail",
+        "cuda_check_min_driver_version": "550.54.15",
+        "cuda_check_min_cuda_version": "12.4",
+        "cuda_check_toolkit_version": "12",
+        "cuda_check_cudnn_version": "9",
+        "cuda_check_torch_cuda_version": "12.10",
+        "cuda_check_require_torch_cuda": False,
+    }
+
+
+@pytest.mark.parametrize(("value", "shown"), [("never", '"never"'), (None, "null"), ("", '""')])
+def test_without_driver_is_fail_or_skip(value, shown):
+    assert refused(cuda_check_without_driver=value) == (
+        "cuda_check_without_driver: fail or skip (what a host without an NVIDIA driver gets); "
+        f"got {shown}"
+    )
+
+
+@pytest.mark.parametrize("name", VERSION_VARIABLES)
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (12.1, "12.1"),
+        ("12.x", '"12.x"'),
+        ("v12", '"v12"'),
+        ("12.", '"12."'),
+        (True, "true"),
+        (None, "null"),
+        ([12], "[12]"),
+    ],
+)
+def test_versions_are_dotted_digits(name, value, shown):
+    assert refused(**{name: value}) == (
+        f'{name}: "" or a version of dotted digits such as "12.4" or "550.54.15", quoted '
+        f"(unquoted, YAML reads 12.10 as the number 12.1); got {shown}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("opt/venvs/train", '"opt/venvs/train"'),
+        ("/opt/my venv", '"/opt/my venv"'),
+        (5, "5"),
+        (None, "null"),
+    ],
+)
+def test_the_venv_is_an_absolute_path_without_blanks(value, shown):
+    assert refused(cuda_check_venv=value) == (
+        f"cuda_check_venv: the absolute path of the training venv, without blanks; got {shown}"
+    )
+
+
+@pytest.mark.parametrize("name", PATH_VARIABLES)
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("/usr/local", '"/usr/local"'),
+        ({"a": "/x"}, '{"a": "/x"}'),
+        (["usr/local"], '["usr/local"]'),
+        (["/usr/local", 1], '["/usr/local", 1]'),
+        (None, "null"),
+    ],
+)
+def test_folder_lists_are_lists_of_absolute_paths(name, value, shown):
+    assert refused(**{name: value}) == f"{name}: a list of absolute paths; got {shown}"
+
+
+def test_the_first_bad_variable_is_named():
+    message = refused(cuda_check_without_driver="x", cuda_check_venv="relative")
+    assert message.startswith("cuda_check_without_driver: ")
+
+
+# ---------------------------------------------------------------- the action on this machine

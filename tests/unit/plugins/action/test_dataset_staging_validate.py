@@ -1,0 +1,143 @@
+"""The dataset_staging role's validate action: each bad variable named, disks with data refused,
+unreadable sources and hot copies too large for their tmpfs refused, and the values main.yml and
+verify.yml use. The runs through ansible-playbook use this machine as the node (and as the
+controller), with no disk given or only patterns that match none."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_validate import (
+    measure_args,
+    measure_here,
+    parse_hot_fs,
+    refuse,
+    too_large,
+    unreadable,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+
+from tests.support.dataset_staging import settings, write_dataset
+
+
+def dataset(name: str, hot: bool = False, side: str = "node") -> dict:
+    return {
+        "name": name,
+        "variable": f"dataset_staging_datasets[{name}]",
+        "source": f"/srv/{name}",
+        "side": side,
+        "manifest": None,
+        "hot": hot,
+    }
+
+
+# ---------------------------------------------------------------- the variables
+
+
+@pytest.mark.parametrize(
+    ("parallel", "got"), [(0, "0"), (65, "65"), ("four", "'four'"), (True, "True")]
+)
+def test_parallel_is_checked_against_its_range(parallel, got):
+    with pytest.raises(AnsibleFilterError) as raised:
+        settings(parallel=parallel)
+    assert str(raised.value) == (
+        f"dataset_staging_parallel: a whole number of files copied at once from 1 to 64, got {got}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"filesystem": "zfs"}, "dataset_staging_filesystem: one of xfs, ext4, btrfs"),
+        ({"mount": "data"}, "dataset_staging_mount: an absolute path; got 'data'"),
+        ({"devices": ["sdb"]}, "dataset_staging_devices[0]: a path under /dev"),
+        ({"label": "much-too-long-for-xfs"}, "dataset_staging_label: 1 to 12 characters for xfs"),
+        ({"raid_chunk": "3K"}, "dataset_staging_raid_chunk: a power of two"),
+        ({"checksum": "crc32"}, "dataset_staging_checksum: one of"),
+        ({"verify_written": "yes"}, "dataset_staging_verify_written: true or false"),
+        ({"hot_root": "/data/hot"}, "dataset_staging_hot_root: a folder apart"),
+        (
+            {"datasets": [{"name": "a", "source": "/x"}, {"name": "a", "source": "/y"}]},
+            "dataset_staging_datasets: the name 'a' is used twice",
+        ),
+    ],
+)
+def test_the_variables_are_checked_together_naming_the_variable(changes, named):
+    with pytest.raises(Invalid, match=r"^dataset_staging_") as raised:
+        settings(**changes)
+    assert named in str(raised.value)
+
+
+def test_btrfs_is_refused_on_the_rhel_family_only():
+    with pytest.raises(Invalid, match=r"^dataset_staging_filesystem: btrfs is not"):
+        settings("RedHat", filesystem="btrfs")
+    assert settings("Debian", filesystem="btrfs")["filesystem"] == "btrfs"
+
+
+# ---------------------------------------------------------------- refusals
+
+
+def test_refusals_become_one_line():
+    refuse([])
+    with pytest.raises(Invalid) as raised:
+        refuse(["dataset_staging_devices: /dev/x matches no device", "dataset_staging_mount: m"])
+    assert str(raised.value) == (
+        "dataset_staging_devices: /dev/x matches no device | dataset_staging_mount: m"
+    )
+
+
+def test_unreadable_datasets_are_named_by_their_variable():
+    measured = [
+        {"bytes_total": 3, "__dataset_staging_item": dataset("fine")},
+        {"failed": True, "msg": "source: /srv/gone does not exist",
+         "__dataset_staging_item": dataset("gone")},
+        {"failed": True, "__dataset_staging_item": dataset("mute", side="controller")},
+    ]  # fmt: skip
+    assert unreadable(measured) == [
+        "dataset_staging_datasets[gone]: source: /srv/gone does not exist",
+        "dataset_staging_datasets[mute]: could not be read",
+    ]
+
+
+def test_hot_copies_larger_than_their_file_system_are_named_with_both_sizes():
+    hot_fs = parse_hot_fs("     67108864 /dev/shm\n")
+    assert hot_fs == {"size": 64 * 2**20, "target": "/dev/shm"}
+    measured = [
+        {"bytes_total": 100 * 2**20, "__dataset_staging_item": dataset("big", hot=True)},
+        {"bytes_total": 100 * 2**20, "__dataset_staging_item": dataset("cold")},
+        {"bytes_total": 2**20, "__dataset_staging_item": dataset("small", hot=True)},
+        {"bytes_total": 64 * 2**20, "__dataset_staging_item": dataset("exact", hot=True)},
+    ]
+    assert too_large(measured, hot_fs) == [
+        "dataset_staging_datasets[big].hot: the dataset is 104857600 bytes (100.0 MiB), more "
+        "than the 67108864 bytes (64.0 MiB) of /dev/shm (dataset_staging_hot_root)"
+    ]
+
+
+# ---------------------------------------------------------------- measuring on the controller
+
+
+def test_measuring_here_gives_what_the_module_gives(tmp_path):
+    files = write_dataset(tmp_path / "set")
+    result = measure_here({"mode": "measure", "name": "set", "source": str(tmp_path / "set")})
+    assert (result["files_total"], result["bytes_total"]) == (3, 3345)
+    assert result["changed"] is False and "failed" not in result
+    missing = measure_here({"mode": "measure", "name": "x", "source": str(tmp_path / "nowhere")})
+    assert missing == {"failed": True, "msg": f"source: {tmp_path / 'nowhere'} does not exist"}
+    # a manifest is read with the role's checksum, as the copy later reads it
+    manifest = tmp_path / "set.sha512"
+    manifest.write_text(
+        "".join(f"{hashlib.sha512(data).hexdigest()}  {rel}\n" for rel, data in files.items())
+    )
+    entry = {**dataset("set"), "source": str(tmp_path / "set"), "manifest": str(manifest)}
+    args = measure_args(entry, "sha512")
+    assert args["checksum"] == "sha512"
+    assert measure_here(args)["bytes_total"] == 3345
+    wrong = measure_here(measure_args(entry, "sha256"))
+    assert wrong["failed"] and "checksum has 128 hex digits, sha256 has 64" in wrong["msg"]
+    assert "checksum" not in measure_args(dataset("plain"), "sha512")
+
+
+# ---------------------------------------------------------------- the action, on this machine

@@ -1,0 +1,263 @@
+"""The hostcheck role's validate action: each bad variable refused by its message, the schedule
+checked by systemd-analyze and hostcheck_config by hostcheck's own schema on the controller
+(both skipped where they cannot run), the whole action run through ansible-playbook."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+    CHECK_CONFIG,
+    SYSTEMD_ANALYZE,
+    calendar_problem,
+    check_config,
+    check_dataset_path,
+    check_extra_args,
+    check_paths,
+    check_pip_packages_before,
+    check_profiles,
+    check_schedule,
+    check_seconds,
+    check_wheel,
+    config_problem,
+    run,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+
+from tests.paths import CHECKOUT as REPO
+
+ROLE_VARS = yaml.safe_load((REPO / "roles" / "hostcheck" / "vars" / "main.yml").read_text())
+PROFILES = ROLE_VARS["__hostcheck_builtin_profiles"]
+KEYS = ROLE_VARS["__hostcheck_config_keys"]
+IDS = ROLE_VARS["__hostcheck_check_ids"]
+RESERVED = ROLE_VARS["__hostcheck_reserved_args"]
+PATHS = {
+    "hostcheck_venv": "/opt/venvs/train",
+    "hostcheck_cache_dir": "/var/cache/hostcheck",
+    "hostcheck_config_file": "/etc/hostcheck/config.yaml",
+    "hostcheck_report_dir": "/var/lib/hostcheck",
+    "hostcheck_textfile_dir": "/var/lib/node_exporter/textfile_collector",
+    "hostcheck_dataloader_path": "/etc/hostcheck/dataloader.json",
+}
+ANALYZE = next((p for p in SYSTEMD_ANALYZE if Path(p).is_file()), None)
+
+
+def test_good_paths_pass_and_bad_ones_are_named_together():
+    check_paths(PATHS)
+    check_paths({**PATHS, "hostcheck_venv": "/opt/venvs/train/"})
+    with pytest.raises(Invalid) as caught:
+        check_paths({**PATHS, "hostcheck_venv": "venvs/train", "hostcheck_report_dir": "/"})
+    assert str(caught.value) == (
+        "hostcheck_venv, hostcheck_report_dir: an absolute path without spaces, not the root, "
+        'got {"hostcheck_venv": "venvs/train", "hostcheck_report_dir": "/"}'
+    )
+    for bad in ["/my dir", "//", "", 3]:
+        with pytest.raises(Invalid, match=r"^hostcheck_cache_dir: an absolute path"):
+            check_paths({**PATHS, "hostcheck_cache_dir": bad})
+
+
+def test_profiles():
+    check_profiles("gpu-node", "/etc/hostcheck/profile.yaml", PROFILES)
+    with pytest.raises(Invalid) as caught:
+        check_profiles("gpu_node", "quick", PROFILES)
+    assert str(caught.value) == (
+        "hostcheck_profile: one of default, gpu-node, quick or the absolute path of a profile "
+        "file on the host, got 'gpu_node'"
+    )
+    with pytest.raises(Invalid, match=r"^hostcheck_timer_profile: one of default, gpu-node"):
+        check_profiles("default", "relative.yaml", PROFILES)
+
+
+@pytest.mark.parametrize("schedule", ["", "   ", "hourly\n", "a\rb", 15, None])
+def test_bad_schedules(schedule):
+    with pytest.raises(Invalid) as caught:
+        check_schedule(schedule)
+    assert str(caught.value).startswith(
+        "hostcheck_timer_schedule: a systemd OnCalendar= expression on one line, e.g. "
+        "'*:0/15' or 'hourly', got "
+    )
+
+
+def test_calendar_message():
+    assert calendar_problem("hourly", 0, "") == ""
+    assert calendar_problem("every hour", 1, "Failed to parse: Invalid argument\n") == (
+        'hostcheck_timer_schedule: systemd-analyze calendar rejects "every hour": '
+        "Failed to parse: Invalid argument"
+    )
+
+
+@pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")
+def test_systemd_analyze_judges_schedules_here():
+    assert run([ANALYZE, "calendar", "--", "*:0/15"])[0] == 0
+    rc, _, stderr, _ = run([ANALYZE, "calendar", "--", "every hour"])
+    assert rc != 0 and calendar_problem("every hour", rc, stderr).startswith(
+        'hostcheck_timer_schedule: systemd-analyze calendar rejects "every hour": '
+    )
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        [],
+        "checks: {}",
+        {"checkz": {}},
+        {"checks": None},
+        {"checks": []},
+        {"checks": {"shmm": {}}},
+        {"checks": {"shm": 5}},
+    ],
+)
+def test_bad_config_shapes(config):
+    with pytest.raises(Invalid) as caught:
+        check_config(config, KEYS, IDS)
+    assert str(caught.value).startswith(
+        "hostcheck_config: a mapping with keys among description, extends, require_gpu, checks, "
+        "its checks a mapping of check ids (shm, ulimits, storage, pillow, cpu, memory, sysctl, "
+        "gpu, loop) to mappings of thresholds, got "
+    )
+
+
+def test_good_config_shapes():
+    check_config({}, KEYS, IDS)
+    check_config({"description": "x", "checks": {"shm": {"min_size": "1G"}, "gpu": {}}}, KEYS, IDS)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--user trainer"],
+        ["--profile", "quick"],
+        ["--fail-on=warn"],
+        ["--reuse-measurements"],
+        ["--report", "json:-"],
+        ["--report=prom:-"],
+        [3],
+        "--user",
+    ],
+)
+def test_bad_extra_args(args):
+    with pytest.raises(Invalid) as caught:
+        check_extra_args(args, RESERVED)
+    assert str(caught.value).startswith(
+        "hostcheck_extra_args: one argument per item ([--user, trainer]), without --profile or "
+        "--fail-on or --reuse-measurements (use hostcheck_profile, hostcheck_fail_on and "
+        "hostcheck_measure) and without a report to standard output (the role reads that one), "
+        "got "
+    )
+
+
+def test_good_extra_args():
+    check_extra_args([], RESERVED)
+    check_extra_args(
+        ["--user", "trainer", "--report", "json:/tmp/r.json", "--check", "shm"], RESERVED
+    )
+
+
+def test_pip_packages_before():
+    check_pip_packages_before(["torch==2.13.0"])
+    for bad in [[""], ["  "], "torch", [None]]:
+        with pytest.raises(
+            Invalid, match=r"^hostcheck_pip_packages_before: a list of pip requirements"
+        ):
+            check_pip_packages_before(bad)
+
+
+def test_dataloader_seconds_may_be_fractions():
+    assert check_seconds(0.3) == 0.3 and check_seconds("2") == 2.0 and check_seconds(600) == 600
+    for bad in [0, -1, 601, "soon", True, None, [1]]:
+        with pytest.raises(Invalid) as caught:
+            check_seconds(bad)
+        assert str(caught.value).startswith(
+            "hostcheck_dataloader_seconds: a number of seconds above 0 and at most 600 (0.5 is "
+            "one), got "
+        )
+
+
+def test_dataloader_dataset_path():
+    check_dataset_path("")
+    check_dataset_path("/data/imagenet")
+    for bad in ["data", "/my data", "/", None, 5]:
+        with pytest.raises(Invalid, match=r"^hostcheck_dataloader_dataset_path: empty \(samples"):
+            check_dataset_path(bad)
+
+
+def test_wheel(tmp_path):
+    wheel = tmp_path / "hostcheck-0.1.0-py3-none-any.whl"
+    wheel.write_text("")
+    (tmp_path / "pyproject.toml").write_text("")
+    check_wheel("hostcheck[node]==0.1.0", "")
+    check_wheel(str(wheel), "")
+    check_wheel("", str(tmp_path))
+    cases = {
+        ("/nonexistent/h-9.9-py3-none-any.whl", ""): (
+            "hostcheck_wheel: no such wheel on the controller: /nonexistent/h-9.9-py3-none-any.whl"
+        ),
+        ("", "/tmp/nowhere"): (
+            "hostcheck_build_source: no pyproject.toml in /tmp/nowhere (hostcheck_wheel is empty, "
+            "so the wheel is built from it)"
+        ),
+        ("", ""): (
+            "hostcheck_wheel is empty and hostcheck_build_source names no checkout to build it from"
+        ),
+        ("-e hostcheck", ""): (
+            "hostcheck_wheel: empty, a controller path ending in .whl, or a pip requirement, "
+            "got -e hostcheck"
+        ),
+    }
+    for (name, source), message in cases.items():
+        with pytest.raises(Invalid) as caught:
+            check_wheel(name, source)
+        assert str(caught.value) == message
+
+
+def test_config_messages():
+    assert config_problem("py", 0, "", "", "") == ""
+    assert config_problem("py", 3, "hostcheck cannot run on the controller: x", "", "") == ""
+    assert (
+        config_problem("py", 2, "hostcheck: error: /dev/stdin: shm.min_size: bad", "", "x")
+        == "hostcheck_config: shm.min_size: bad"
+    )
+    assert config_problem("/usr/bin/py", 1, "", "a\nb\nc\nd", "non-zero return code") == (
+        "hostcheck_config: checking it with hostcheck on the controller (/usr/bin/py) ended "
+        "with exit 1: b / c / d"
+    )
+    rc, _, _, msg = run(["/nonexistent/python"])
+    assert config_problem("/nonexistent/python", rc, "", "", msg) == (
+        "hostcheck_config: checking it with hostcheck on the controller (/nonexistent/python) "
+        "ended with exit 2: [Errno 2] No such file or directory: '/nonexistent/python'"
+    )
+
+
+def test_hostcheck_schema_judges_the_config_from_the_checkout():
+    env = {"PYTHONPATH": str(REPO)}
+    good = run(
+        [sys.executable, "-c", CHECK_CONFIG, "default"], "checks:\n  shm: {min_size: 1G}\n", env
+    )
+    assert good[0] == 0, good
+    bad = run(
+        [sys.executable, "-c", CHECK_CONFIG, "default"], "checks:\n  shm: {min_size: 150%}\n", env
+    )
+    assert config_problem(sys.executable, *bad) == (
+        "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100% "
+        "(got '150%')"
+    )
+    # -S: no site-packages, so no hostcheck: the check cannot run here and is skipped
+    missing = run([sys.executable, "-S", "-c", CHECK_CONFIG, "default"], "{}", {})
+    assert missing[0] == 3 and config_problem(sys.executable, *missing) == ""
+
+
+def test_numbers_keep_the_filter_message():
+    from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import (
+        numbers_in_range,
+    )
+
+    ranges = ROLE_VARS["__hostcheck_number_ranges"]
+    with pytest.raises(AnsibleFilterError, match=r"^hostcheck_timer_randomized_delay_sec: a whole"):
+        numbers_in_range({"hostcheck_timer_randomized_delay_sec": -1}, ranges)
+
+
+# ---------------------------------------------------------------- through ansible-playbook

@@ -1,0 +1,527 @@
+"""The sysctl_tuning role's validate action: every bad value the old validate.yml refused, named
+by its message, first the variables alone, then against a probe result standing in for a
+host's kernel."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_validate import (
+    ActionModule,
+    Tuning,
+    expected_boot_files,
+    sysctl_tuning_changes,
+    sysctl_tuning_notes,
+    sysctl_tuning_on_host,
+    sysctl_tuning_wanted,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+
+from tests.paths import CHECKOUT
+
+ROLE = CHECKOUT / "roles" / "sysctl_tuning"
+DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+SETTINGS = DEFAULTS["sysctl_tuning_settings"]
+WANTED = {name: " ".join(str(value).split()) for name, value in SETTINGS.items()}
+GOOD = {
+    "governor": "performance",
+    "thp_enabled": "madvise",
+    "thp_defrag": "madvise",
+    "sysctl_file": "/etc/sysctl.d/90-hostcheck-training.conf",
+    "tuned_include": "throughput-performance",
+    "settings": SETTINGS,
+}
+THP_MODES = {"enabled": "madvise", "defrag": "madvise"}
+
+
+def wanted(**changes):
+    return sysctl_tuning_wanted(**{**GOOD, **changes})
+
+
+def kernel(**changes) -> dict:
+    """A probe result of a host of its own that has every default setting, cpufreq and THP."""
+    probe = {
+        "shared": [],
+        "live_sysctl_blockers": [],
+        "live_sys_blockers": [],
+        "systemd": True,
+        "systemd_container": "",
+        "sysctl": {
+            name: {
+                "exists": True,
+                "writable": True,
+                "value": "4096 87380 6291456" if name.startswith("net.ipv4.tcp_") else "60",
+                "boot": None,
+                "set_by": [],
+                "overridden_by": [],
+            }
+            for name in SETTINGS
+        },
+        "cpufreq": {
+            "present": True,
+            "governors": {"cpu0": "powersave"},
+            "available": ["performance", "powersave"],
+            "paths": ["/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"],
+        },
+        "thp": {
+            "present": True,
+            "enabled": {"selected": "always", "options": ["always", "madvise", "never"]},
+            "defrag": {
+                "selected": "madvise",
+                "options": ["always", "defer", "defer+madvise", "madvise", "never"],
+            },
+        },
+        "tuned_active_profile": None,
+        "files": {GOOD["sysctl_file"]: None},
+    }
+    probe.update(copy.deepcopy(changes))
+    return probe
+
+
+# --- the variables ---------------------------------------------------------------------
+
+
+def test_the_defaults_give_the_settings_as_the_kernel_prints_them():
+    assert wanted() == WANTED
+    assert wanted(governor=None, thp_enabled=None, thp_defrag=None, tuned_include="") == WANTED
+    assert wanted(settings={"vm.swappiness": None}) == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"governor": "turbo"},
+            "sysctl_tuning_cpu_governor: one of performance, powersave, ondemand, conservative, "
+            'schedutil, userspace, or null to leave the governor alone; got "turbo"',
+        ),
+        ({"governor": 5}, "sysctl_tuning_cpu_governor: one of performance, "),
+        ({"governor": ["performance"]}, 'got ["performance"]'),
+        (
+            {"thp_enabled": "sometimes"},
+            "sysctl_tuning_thp_enabled: one of always, madvise, never, or null to leave it; "
+            'got "sometimes"',
+        ),
+        (
+            {"thp_defrag": "defer+never"},
+            "sysctl_tuning_thp_defrag: one of always, defer, defer+madvise, madvise, never, or "
+            'null to leave it; got "defer+never"',
+        ),
+        (
+            {"sysctl_file": "/etc/sysctl.conf"},
+            "sysctl_tuning_file: a file directly in /etc/sysctl.d whose name ends in .conf (only "
+            'those are read at boot); got "/etc/sysctl.conf"',
+        ),
+        ({"sysctl_file": "/etc/sysctl.d/sub/a.conf"}, "sysctl_tuning_file: a file directly"),
+        ({"sysctl_file": "/etc/sysctl.d/a.cnf"}, "sysctl_tuning_file: a file directly"),
+        ({"sysctl_file": None}, "sysctl_tuning_file: a file directly in /etc/sysctl.d"),
+        (
+            {"tuned_include": "my profile"},
+            "sysctl_tuning_tuned_include: a tuned profile name such as throughput-performance, "
+            'or "" for none; got "my profile"',
+        ),
+        ({"tuned_include": None}, "sysctl_tuning_tuned_include: a tuned profile name"),
+    ],
+)
+def test_bad_variables_are_named(change, message):
+    with pytest.raises(Invalid) as error:
+        wanted(**change)
+    assert str(error.value).startswith(message) or message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("vm.swappiness=5", "sysctl_tuning_settings: expected a mapping"),
+        ({"vm/swappiness": 5}, "sysctl_tuning_settings['vm/swappiness']: not a sysctl name"),
+        ({"vm.max_map_count": True}, "sysctl_tuning_settings['vm.max_map_count']: a boolean"),
+        ({"vm.max_map_count": 1.5}, "['vm.max_map_count']: not an integer"),
+    ],
+)
+def test_bad_settings_are_named(settings, message):
+    with pytest.raises(AnsibleFilterError) as error:
+        wanted(settings=settings)
+    assert message in str(error.value)
+
+
+def test_the_first_bad_variable_in_the_old_order_is_named():
+    with pytest.raises(Invalid, match=r"^sysctl_tuning_cpu_governor: "):
+        wanted(governor="turbo", thp_enabled="x", sysctl_file="x")
+    with pytest.raises(Invalid, match=r"^sysctl_tuning_thp_defrag: "):
+        wanted(thp_defrag="x", sysctl_file="x")
+    with pytest.raises(Invalid, match=r"^sysctl_tuning_tuned_include: "):
+        wanted(tuned_include="a b", settings="x")
+
+
+# --- against the host's kernel ---------------------------------------------------------
+
+
+def test_good_settings_on_a_host_of_its_own():
+    assert sysctl_tuning_on_host(SETTINGS, kernel(), "performance", THP_MODES) == WANTED
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"vm.no_such_knob": 1}, "['vm.no_such_knob']: not a sysctl of this host's kernel"),
+        ({"kernel.random.boot_id": "x"}, "['kernel.random.boot_id']: a read-only sysctl"),
+        ({"vm.swappiness": "lots"}, "['vm.swappiness']: expected an integer"),
+        ({"vm.swappiness": "0x10"}, "['vm.swappiness']: expected an integer"),
+        ({"net.ipv4.tcp_rmem": 16777216}, "['net.ipv4.tcp_rmem']: expected 3 integers"),
+    ],
+)
+def test_settings_the_kernel_refuses(settings, message):
+    probe = kernel()
+    probe["sysctl"]["kernel.random.boot_id"] = {"exists": True, "writable": False, "value": "x"}
+    with pytest.raises(AnsibleFilterError) as error:
+        sysctl_tuning_on_host({**SETTINGS, **settings}, probe, "performance", THP_MODES)
+    assert str(error.value).startswith("sysctl_tuning_settings[")
+    assert message in str(error.value)
+
+
+def test_a_governor_the_driver_does_not_offer():
+    with pytest.raises(Invalid) as error:
+        sysctl_tuning_on_host(SETTINGS, kernel(), "schedutil", THP_MODES)
+    assert str(error.value) == (
+        "sysctl_tuning_cpu_governor: schedutil is not offered by this host's cpufreq driver, "
+        "which offers performance, powersave (intel_pstate and amd-pstate in active mode offer "
+        "only performance and powersave)"
+    )
+    cpufreq = {"present": True, "governors": {}, "available": [], "paths": []}
+    with pytest.raises(Invalid, match="which offers nothing"):
+        sysctl_tuning_on_host(SETTINGS, kernel(cpufreq=cpufreq), "schedutil", THP_MODES)
+
+
+def test_thp_modes_the_kernel_does_not_offer():
+    probe = kernel()
+    probe["thp"]["enabled"]["options"] = ["always", "never"]
+    probe["thp"]["defrag"]["options"] = ["always", "madvise", "never"]
+    with pytest.raises(Invalid) as error:
+        sysctl_tuning_on_host(SETTINGS, probe, None, {"enabled": "madvise", "defrag": "defer"})
+    assert str(error.value) == (
+        "sysctl_tuning_thp_enabled: this kernel's /sys/kernel/mm/transparent_hugepage/enabled "
+        "offers always, never, not madvise; sysctl_tuning_thp_defrag: this kernel's "
+        "/sys/kernel/mm/transparent_hugepage/defrag offers always, madvise, never, not defer"
+    )
+
+
+def test_governor_and_thp_go_unchecked_where_the_role_does_not_set_them():
+    odd = {"enabled": "madvise", "defrag": "defer"}
+    probe = kernel()
+    probe["thp"]["enabled"]["options"] = ["always"]
+    probe["thp"]["defrag"]["options"] = ["always"]
+    shared = {**probe, "live_sys_blockers": ["/sys is read-only"]}
+    assert sysctl_tuning_on_host(SETTINGS, shared, "schedutil", odd) == WANTED
+    # no list of governors from the driver; no THP files; null modes
+    unknown = kernel(cpufreq={"present": True, "governors": {}, "available": None, "paths": []})
+    assert sysctl_tuning_on_host(SETTINGS, unknown, "schedutil", THP_MODES) == WANTED
+    no_thp = kernel(thp={"present": False, "enabled": None, "defrag": None})
+    assert sysctl_tuning_on_host(SETTINGS, no_thp, None, odd) == WANTED
+    assert sysctl_tuning_on_host(SETTINGS, probe, None, {"enabled": None, "defrag": ""})
+
+
+def test_the_settings_are_checked_before_the_governor():
+    with pytest.raises(AnsibleFilterError, match="not a sysctl of this host's kernel"):
+        sysctl_tuning_on_host({"vm.no_such_knob": 1}, kernel(), "schedutil", THP_MODES)
+
+
+def test_the_role_reads_the_kernel_afresh_every_time():
+    assert ActionModule.REUSE is False
+
+
+# --- the action, on this machine (switched off: the kernel is not read) -----------------
+
+
+# --- what main.yml must change, and what it says ----------------------------------------
+
+FILE = GOOD["sysctl_file"]
+HEADER = (
+    "# Kernel tunables for PyTorch training hosts, from sysctl_tuning_settings (Ansible role\n"
+    "# sysctl_tuning). Lines here are rewritten by the role; change the variable instead.\n"
+)
+GOVERNOR_UNIT = "/etc/systemd/system/hostcheck-cpu-governor.service"
+THP_UNIT = "/etc/systemd/system/hostcheck-thp.service"
+TUNED_CONF = "/etc/tuned/hostcheck-training/tuned.conf"
+ROOTS_0644 = {"mode": "0644", "uid": 0, "gid": 0, "directory": False}
+RUNNING = {"LoadState": "loaded", "ActiveState": "active", "UnitFileState": "enabled"}
+
+
+def tuning(method: str = "systemd", **changes) -> Tuning:
+    asked = {
+        "wanted": WANTED,
+        "governor": "performance",
+        "thp_modes": THP_MODES,
+        "sysctl_file": FILE,
+        "boot_method": method,
+    }
+    return Tuning(**{**asked, **changes})
+
+
+def rendered(asked: Tuning, probe: dict, family: str = "Debian") -> dict[str, str]:
+    """The boot files as the role's templates render them for this family's hosts."""
+    family_vars = yaml.safe_load((ROLE / "vars" / f"{family}.yml").read_text())
+    variables = {
+        **DEFAULTS,
+        "sysctl_tuning_cpu_governor": asked.governor,
+        "sysctl_tuning_thp_enabled": asked.thp_modes["enabled"],
+        "sysctl_tuning_thp_defrag": asked.thp_modes["defrag"],
+        **family_vars,
+        "__sysctl_tuning_thp_dir": asked.thp_dir,
+        "ansible_managed": "Ansible managed",
+    }
+    return expected_boot_files(asked, probe, str(ROLE / "templates"), variables)
+
+
+def converged(asked: Tuning | None = None, family: str = "Debian", **changes) -> dict:
+    """A probe of a host as the role leaves it: kernel() (a host of its own with cpufreq and
+    THP) with `changes`, its files, values and units as the role sets them there."""
+    asked = asked or tuning("tuned" if family == "RedHat" else "systemd")
+    probe = kernel(**changes)
+    for name, found in probe["sysctl"].items():
+        if name in asked.wanted:
+            found.update(value=asked.wanted[name], boot={"file": FILE, "value": asked.wanted[name]})
+    lines = "".join(f"{name}={value}\n" for name, value in asked.wanted.items())
+    probe["files"] = {FILE: HEADER + lines if asked.wanted else None}
+    if probe["cpufreq"]["present"] and "cpufreq" not in changes:
+        probe["cpufreq"]["governors"] = {"cpu0": asked.governor or "powersave"}
+    for which, mode in asked.thp_modes.items():
+        if mode is not None and probe["thp"][which] is not None and "thp" not in changes:
+            probe["thp"][which]["selected"] = mode
+    boot_files = rendered(asked, probe, family)
+    probe["stat"] = {}
+    probe["units"] = {}
+    for unit in asked.units(probe):
+        path, link = asked.unit_path(unit), asked.unit_link(unit)
+        text = boot_files.get(path)
+        probe["files"].update({path: text, link: text})
+        probe["stat"][path] = ROOTS_0644 if text else None
+        probe["units"][unit["name"]] = RUNNING if text else {"LoadState": "not-found"}
+    conf = boot_files.get(TUNED_CONF)
+    probe["files"][TUNED_CONF] = conf
+    probe["stat"][TUNED_CONF] = ROOTS_0644 if conf else None
+    probe["stat"]["/etc/tuned/hostcheck-training"] = (
+        {**ROOTS_0644, "mode": "0755", "directory": True} if conf else None
+    )
+    if family == "RedHat":
+        probe["units"]["tuned"] = RUNNING
+        if "tuned_active_profile" not in changes:
+            probe["tuned_active_profile"] = "hostcheck-training"
+    return probe
+
+
+def changes(probe: dict, asked: Tuning | None = None, family: str = "Debian") -> list[str]:
+    asked = asked or tuning("tuned" if family == "RedHat" else "systemd")
+    return sysctl_tuning_changes(asked, probe, rendered(asked, probe, family))
+
+
+def edited(probe: dict, path: str, text: str | None) -> dict:
+    probe["files"][path] = text
+    return probe
+
+
+def test_the_names_the_role_keeps_its_files_under_are_the_tasks_names():
+    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    asked = tuning("tuned", tuned_profile_dir="/etc/tuned")
+    assert asked.unit_dir == role_vars["__sysctl_tuning_unit_dir"]
+    assert asked.governor_unit == role_vars["__sysctl_tuning_governor_unit"]
+    assert asked.thp_unit == role_vars["__sysctl_tuning_thp_unit"]
+    assert asked.tuned_profile == role_vars["__sysctl_tuning_tuned_profile"]
+    assert asked.thp_dir == role_vars["__sysctl_tuning_thp_dir"]
+    redhat = yaml.safe_load((ROLE / "vars" / "RedHat.yml").read_text())
+    assert (
+        asked.tuned_conf
+        == f"{redhat['__sysctl_tuning_tuned_profile_dir']}/hostcheck-training/tuned.conf"
+    )
+    args = asked.probe_args()
+    assert args["files"] == [
+        FILE,
+        GOVERNOR_UNIT,
+        "/etc/systemd/system/multi-user.target.wants/hostcheck-cpu-governor.service",
+        THP_UNIT,
+        "/etc/systemd/system/sysinit.target.wants/hostcheck-thp.service",
+        TUNED_CONF,
+    ]
+    assert args["units"] == ["hostcheck-cpu-governor.service", "hostcheck-thp.service", "tuned"]
+    assert "tuned" not in tuning().probe_args()["units"]
+
+
+@pytest.mark.parametrize("family", ["Debian", "Ubuntu", "RedHat"])
+def test_nothing_to_change_on_a_host_as_the_role_left_it(family):
+    assert changes(converged(family=family), family=family) == []
+
+
+def test_the_sysctl_file_and_live_values():
+    assert changes(edited(converged(), FILE, None)) == [
+        f"{FILE}: create it",
+        *(f"{name} = {value}" for name, value in WANTED.items()),
+    ]
+    text = converged()["files"][FILE]
+    assert changes(edited(converged(), FILE, text.replace("=10\n", "=60\n"))) == [
+        "vm.swappiness = 10"
+    ]
+    assert changes(edited(converged(), FILE, text + "vm.dirty_ratio=30\n")) == [
+        f"{FILE}: drop vm.dirty_ratio"
+    ]
+    live = converged()
+    live["sysctl"]["vm.swappiness"]["value"] = "60"
+    assert changes(live) == ["vm.swappiness = 10"]
+    # /proc/sys read-only: live values are not the role's to set
+    live["live_sysctl_blockers"] = ["/proc/sys is read-only"]
+    assert changes(live) == []
+
+
+def test_no_settings_remove_the_file():
+    asked = tuning(wanted={})
+    assert changes(converged(asked), asked) == []
+    assert changes(edited(converged(asked), FILE, HEADER), asked) == [
+        f"{FILE}: remove it (no settings)"
+    ]
+
+
+def test_the_governor_and_thp_now():
+    probe = converged()
+    probe["cpufreq"]["governors"] = {"cpu0": "performance", "cpu1": "powersave"}
+    probe["thp"]["enabled"]["selected"] = "always"
+    assert changes(probe) == [
+        "cpu1: governor performance",
+        "/sys/kernel/mm/transparent_hugepage/enabled: madvise",
+    ]
+    probe["live_sys_blockers"] = ["/sys is read-only"]
+    assert changes(probe) == []  # nor at boot: no unit on a kernel the role may not set
+
+
+def test_the_boot_units():
+    unit = converged()["files"][THP_UNIT]
+    assert changes(edited(converged(), THP_UNIT, unit.replace("madvise", "never"))) == [
+        f"{THP_UNIT}: write it"
+    ]
+    assert changes(edited(converged(), THP_UNIT, None)) == [f"{THP_UNIT}: write it"]
+    loose = converged()
+    loose["stat"][THP_UNIT] = {**ROOTS_0644, "mode": "0666"}
+    assert changes(loose) == [f"{THP_UNIT}: write it"]
+    stopped = converged()
+    stopped["units"]["hostcheck-thp.service"] = {**RUNNING, "ActiveState": "inactive"}
+    stopped["units"]["hostcheck-cpu-governor.service"] = {**RUNNING, "UnitFileState": "disabled"}
+    assert changes(stopped) == [
+        "hostcheck-cpu-governor.service: enable it",
+        "hostcheck-thp.service: start it",
+    ]
+    # the governor switched off (null): its unit goes
+    asked = tuning(governor=None)
+    left = converged(asked)
+    left["files"][GOVERNOR_UNIT] = unit
+    assert changes(left, asked) == [f"{GOVERNOR_UNIT}: remove it (no longer wanted)"]
+    # without systemd nothing is done at boot
+    assert changes(edited(converged(systemd=False), THP_UNIT, None)) == []
+
+
+def sandbox(**changes) -> dict:
+    """A sandbox host: systemd in a container on this machine's kernel (no cpufreq), the
+    sysctl file written, the THP unit enabled (and skipped by systemd), nothing set live."""
+    blockers = ["/run/systemd/container says systemd-nspawn"]
+    probe = converged(
+        **{
+            "shared": blockers,
+            "live_sysctl_blockers": [*blockers, "/proc/sys is read-only"],
+            "live_sys_blockers": [*blockers, "/sys is read-only"],
+            "systemd_container": "systemd-nspawn",
+            "cpufreq": {"present": False, "governors": {}, "available": None, "paths": []},
+            **changes,
+        }
+    )
+    probe["units"]["hostcheck-thp.service"] = {**RUNNING, "ActiveState": "inactive"}
+    for name in probe["sysctl"]:
+        probe["sysctl"][name]["value"] = "60"
+    return probe
+
+
+def test_in_a_container_units_are_enabled_not_started_and_nothing_is_set_live():
+    probe = sandbox()
+    assert probe["files"][GOVERNOR_UNIT] is None and probe["files"][THP_UNIT]
+    assert changes(probe) == []
+    probe["units"]["hostcheck-thp.service"] = {**RUNNING, "UnitFileState": "disabled"}
+    assert changes(probe) == ["hostcheck-thp.service: enable it"]
+
+
+def test_tuned():
+    redhat = {"family": "RedHat"}
+    probe = converged(**redhat)
+    probe["units"]["tuned"] = {"LoadState": "not-found", "ActiveState": "inactive"}
+    probe["tuned_active_profile"] = "balanced"
+    probe["files"][TUNED_CONF] = probe["files"][TUNED_CONF].replace("madvise", "never")
+    probe["stat"]["/etc/tuned/hostcheck-training"] = None
+    assert changes(probe, **redhat) == [
+        "tuned: install it",
+        "tuned: enable and start it",
+        "/etc/tuned/hostcheck-training: create it",
+        f"{TUNED_CONF}: write it",
+        "tuned-adm profile hostcheck-training",
+    ]
+    # governor and THP null: tuned is left alone, whatever it runs
+    asked = tuning("tuned", governor=None, thp_modes={"enabled": None, "defrag": None})
+    assert (
+        changes(converged(asked, tuned_active_profile="balanced", **redhat), asked, **redhat) == []
+    )
+    # on a kernel the role may not set, no profile either
+    assert changes(converged(live_sys_blockers=["/sys is read-only"], **redhat), **redhat) == []
+
+
+def test_the_tuned_profile_sets_what_verify_looks_for():
+    probe = converged(family="RedHat")
+    text = probe["files"][TUNED_CONF]
+    lines = [line for unit in tuning("tuned").units(probe) for line in unit["tuned"]]
+    assert lines == [
+        "governor=performance",
+        "transparent_hugepages=madvise",
+        "/sys/kernel/mm/transparent_hugepage/defrag=madvise",
+    ]
+    assert all(line in text for line in lines)
+
+
+def test_the_notes_on_a_sandbox_host():
+    notes = sysctl_tuning_notes(tuning(), sandbox(), "node1")
+    assert notes == [
+        "node1: the kernel is not this host's own or not writable (/run/systemd/container says "
+        "systemd-nspawn; /proc/sys is read-only; /sys is read-only). Skipped: live sysctl values "
+        f"({FILE} is still written, for the next boot of a host of its own); the CPU governor "
+        "and transparent huge pages, live; at boot only by units that systemd skips in a "
+        "container."
+    ]
+    no_container = sandbox(systemd_container="")
+    assert (
+        notes[0].replace(
+            "live; at boot only by units that systemd skips in a container",
+            "live and at boot (no unit, no tuned profile)",
+        )
+        == sysctl_tuning_notes(tuning(), no_container, "node1")[0]
+    )
+
+
+def test_the_notes_on_a_host_of_its_own():
+    assert sysctl_tuning_notes(tuning(), converged(), "node1") == []
+    probe = converged(
+        cpufreq={"present": False, "governors": {}, "available": None, "paths": []},
+        thp={"present": False, "enabled": None, "defrag": None},
+        systemd=False,
+    )
+    probe["sysctl"]["vm.swappiness"]["overridden_by"] = [["/etc/sysctl.d/99-local.conf", "60"]]
+    probe["sysctl"]["vm.max_map_count"]["overridden_by"] = [["/etc/sysctl.conf", "262144"]]
+    assert sysctl_tuning_notes(tuning(), probe, "node1") == [
+        "vm.swappiness: /etc/sysctl.d/99-local.conf sets 60 and is read after "
+        f"{FILE} at boot, so a reboot ends with that value, not 10: remove the line there "
+        "(verify.yml fails until then)",
+        "sysctl_tuning_cpu_governor: this host has no cpufreq (/sys/devices/system/cpu/cpu*/"
+        "cpufreq: a VM, or no cpufreq driver); governor left alone",
+        "sysctl_tuning_thp_enabled/defrag: this kernel has no "
+        "/sys/kernel/mm/transparent_hugepage; left alone",
+        "node1 does not run systemd: the CPU governor and THP are set now, but nothing sets "
+        "them again after a reboot",
+    ]
+    asked = tuning("tuned", governor=None, thp_modes={"enabled": None, "defrag": None})
+    assert sysctl_tuning_notes(asked, converged(asked, family="RedHat"), "node1") == [
+        "sysctl_tuning_cpu_governor and sysctl_tuning_thp_* are null (or this host lacks their "
+        "/sys files): tuned and its active profile left as they are"
+    ]
