@@ -22,7 +22,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rul
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.paths import CHECKOUT
-from tests.unit.roles.cuda_check.files.test_cuda_facts import SCRIPT, facts, settings
+from tests.support.cuda_check import SCRIPT, facts, settings
 
 ROLE = CHECKOUT / "roles" / "cuda_check"
 

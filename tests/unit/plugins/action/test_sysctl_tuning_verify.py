@@ -12,7 +12,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_verify
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
-from tests.unit.plugins.action.test_sysctl_tuning_validate import (
+from tests.support.sysctl_tuning import (
     FILE,
     GOVERNOR_UNIT,
     HEADER,

@@ -12,7 +12,7 @@ from hostcheck._shared import cpus
 
 from hostcheck.checks.cpu import read_topology
 from hostcheck.checks.loop import host_workers
-from tests.unit.hostcheck.checks.test_cpu import build_cpus
+from tests.support.cpu_host import build_cpus
 
 
 def counted(host) -> tuple[int | None, int, int]:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from hostcheck.checks import cpu
 from hostcheck.checks import sysctl as sysctl_check
-from tests.unit.test_cpu import (
+from tests.support.cpu_host import (
     SWAPS_HEADER,
     build_cpus,
     cpu_config,
