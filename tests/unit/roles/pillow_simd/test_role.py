@@ -23,6 +23,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
     OS_VARS,
     with_facts,
 )
+from hostcheck._shared import distributions
 
 from tests.paths import CHECKOUT as REPO
 
@@ -381,3 +382,27 @@ def test_missing_packages_without_the_tool_are_all_missing(monkeypatch):
 
     monkeypatch.setattr(probe_script, "run", absent)
     assert probe_script.missing_packages(["a", "b"], "dnf") == ["a", "b"]
+
+
+METADATA_SAMPLES = [
+    "Metadata-Version: 2.1\nName: Pillow-SIMD\nVersion: 9.5.0.post1\n\nName: not a header\n",
+    "Name: pillow_simd\nSummary: a\n  continued\nVersion: 10.0\nVersion: 11.0\n",
+    "Name:torch\nVersion:2.13.0\n\n",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", METADATA_SAMPLES)
+def test_the_probes_metadata_reader_is_the_shared_rule(text):
+    """The probe runs on the host's Python without the collection, so it keeps a copy of
+    module_utils/distributions.py's rules: they must read every METADATA and name alike."""
+    assert probe_script.headers(text) == distributions.parse_metadata(text)
+    name = probe_script.headers(text).get("Name", "Pillow.SIMD_x")
+    assert probe_script.normalize(name) == distributions.normalize_name(name)
+
+
+def test_the_probes_record_reader_is_the_shared_rule():
+    record = "PIL/__init__.py,sha256=abc,12\nPIL/x.pyc,,\n\nPillow.dist-info/RECORD,,\n"
+    shared = [(path, digest or "") for path, digest, dummy in distributions.parse_record(record)]
+    assert probe_script.record_rows(record) == shared
+    assert probe_script.record_hash(b"pixels") == distributions.record_hash(b"pixels")
