@@ -27,14 +27,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Union
 
 from hostcheck._shared import limits_text as shared_limits
-from hostcheck._shared.limits_text import (  # noqa: F401
-    ITEMS,
-    KINDS,
-    PROC_NAMES,
+from hostcheck._shared.limits_text import (
     SYSTEMD_NAMES,
     PamModule,
-    pam_modules,
-    systemd_property,
 )
 from hostcheck.units import UNLIMITED, format_limit
 

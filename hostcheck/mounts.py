@@ -6,7 +6,6 @@ import posixpath
 from dataclasses import dataclass
 
 from hostcheck._shared import mountinfo as shared_mountinfo
-from hostcheck._shared.mountinfo import unescape  # noqa: F401 - the checks read it from here
 from hostcheck.system import System
 
 

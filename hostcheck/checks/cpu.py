@@ -15,11 +15,11 @@ from hostcheck._shared.cpus import (
     parse_cpulist,
     physical_cores,
 )
+from hostcheck._shared.mountinfo import unescape
 from hostcheck._shared.sizes import format_size, parse_size
 from hostcheck._shared.thp import THP_DIR, parse_bracketed
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
-from hostcheck.mounts import unescape
 from hostcheck.pci import nvidia_gpus
 from hostcheck.system import System
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hostcheck import config as c
 from hostcheck import limits as lim
 from hostcheck import units
+from hostcheck._shared import limits_text
 from hostcheck._shared.sizes import format_size
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
@@ -53,8 +54,8 @@ def parse_minimum(item: str, value: object) -> lim.Limit | None:
 def minimums(cfg: dict) -> dict[tuple[str, str], lim.Limit | None]:
     return {
         (item, kind): parse_minimum(item, cfg.get(f"min_{item}_{kind}"))
-        for item in lim.ITEMS
-        for kind in lim.KINDS
+        for item in limits_text.ITEMS
+        for kind in limits_text.KINDS
     }
 
 
@@ -81,8 +82,8 @@ def limit_findings(
     """One finding per item and kind; `remedy` has a {vars} slot for the role variables
     of every failing value in this scope, so the scope has one remedy."""
     findings = []
-    for item in lim.ITEMS:
-        for kind in lim.KINDS:
+    for item in limits_text.ITEMS:
+        for kind in limits_text.KINDS:
             name = f"{scope} {item} {kind}"
             source = sources.get((item, kind), "")
             if kind not in values.get(item, {}):
@@ -149,7 +150,7 @@ def check_process(system: System, mins: dict) -> tuple[list[Finding], dict]:
         "set {vars} (role ulimits) and run: " + FIX + "; then start the job "
         f"from a fresh login or service: this process inherited its limits from {parent}"
     )
-    sources = {(i, k): source for i in lim.ITEMS for k in lim.KINDS}
+    sources = {(i, k): source for i in limits_text.ITEMS for k in limits_text.KINDS}
     findings = limit_findings("process", values, mins, sources, remedy)
     return findings, {"parent": parent, "limits": raw_values(values)}
 
@@ -257,12 +258,12 @@ def check_login(ctx: CheckContext, mins: dict) -> tuple[list[Finding], dict]:
     lines, files = limits_lines(system)
     nr_open = system.read_int("/proc/sys/fs/nr_open")
     resolution = lim.resolve_limits(lines, info, nr_open)
-    pam = lim.uses_pam_limits(lim.pam_modules(LOGIN_PAM_SERVICE, _pam_reader(system)))
+    pam = lim.uses_pam_limits(limits_text.pam_modules(LOGIN_PAM_SERVICE, _pam_reader(system)))
     base = f"login of {user} via runuser -l (PAM)"
     sources = {
         (i, k): login_source(base, i, k, values.get(i, {}).get(k), resolution, pam is not None)
-        for i in lim.ITEMS
-        for k in lim.KINDS
+        for i in limits_text.ITEMS
+        for k in limits_text.KINDS
     }
     remedy = "set {vars} and list " + user + " in ulimits_users (role ulimits), then run: " + FIX
     findings = limit_findings("login", values, mins, sources, remedy)
@@ -273,8 +274,8 @@ def check_login(ctx: CheckContext, mins: dict) -> tuple[list[Finding], dict]:
         "files_read": files,
         "entries": {
             f"{i} {k}": (s.line.where if s else None)
-            for i in lim.ITEMS
-            for k in lim.KINDS
+            for i in limits_text.ITEMS
+            for k in limits_text.KINDS
             for s in [resolution.get(i, k)]
         },
         "disabled_by": resolution.disabled_by.where if resolution.disabled_by else None,
@@ -296,7 +297,7 @@ def check_pam(system: System, services: list[str]) -> tuple[list[Finding], dict]
         if read(service) is None:
             state[service] = None
             continue
-        state[service] = lim.uses_pam_limits(lim.pam_modules(service, read)) is not None
+        state[service] = lim.uses_pam_limits(limits_text.pam_modules(service, read)) is not None
     present = [s for s, has in state.items() if has is not None]
     missing = [s for s, has in state.items() if has is False]
     if not present:
@@ -327,7 +328,9 @@ def check_systemd(system: System, mins: dict) -> tuple[list[Finding], dict]:
     if not system.exists("/run/systemd/system"):
         reason = "systemd is not the init system here (no /run/systemd/system)"
         return [Finding("systemd", Status.SKIP, None, display=reason)], {"skipped": reason}
-    props = [lim.systemd_property(i, k) for i in lim.ITEMS for k in lim.KINDS]
+    props = [
+        limits_text.systemd_property(i, k) for i in limits_text.ITEMS for k in limits_text.KINDS
+    ]
     argv = ["systemctl", "show", *[arg for p in props for arg in ("-p", p)]]
     done = system.run(argv)
     if done is None or done.returncode != 0:
@@ -337,21 +340,21 @@ def check_systemd(system: System, mins: dict) -> tuple[list[Finding], dict]:
         }
     shown = lim.parse_systemctl_show(done.stdout)
     values: dict[str, dict[str, lim.Limit]] = {}
-    for item in lim.ITEMS:
-        for kind in lim.KINDS:
-            if lim.systemd_property(item, kind) in shown:
-                values.setdefault(item, {})[kind] = shown[lim.systemd_property(item, kind)]
+    for item in limits_text.ITEMS:
+        for kind in limits_text.KINDS:
+            if limits_text.systemd_property(item, kind) in shown:
+                values.setdefault(item, {})[kind] = shown[limits_text.systemd_property(item, kind)]
     files = lim.system_conf_files(system.exists, system.glob)
     settings = lim.merge_system_conf(
         lim.parse_system_conf(system.read(path) or "", path) for path in files
     )
     base = "systemd manager defaults (system.conf and system.conf.d drop-ins)"
     sources = {}
-    for item in lim.ITEMS:
+    for item in limits_text.ITEMS:
         setting = settings.get(item)
-        for index, kind in enumerate(lim.KINDS):
+        for index, kind in enumerate(limits_text.KINDS):
             if setting is None or setting.value is None:
-                where = f"built-in default, no DefaultLimit{lim.SYSTEMD_NAMES[item]}="
+                where = f"built-in default, no DefaultLimit{limits_text.SYSTEMD_NAMES[item]}="
                 sources[(item, kind)] = f"{base}: {where}"
                 continue
             text = f"{base}: {setting.where}"

@@ -12,6 +12,7 @@ import shlex
 import subprocess
 
 import pytest
+from hostcheck._shared import limits_text
 
 from hostcheck import limits as lim
 from tests.integration.ansible import run_playbook
@@ -183,9 +184,9 @@ def test_hostcheck_reads_the_file_as_pam_limits_did(fleet, converged):
             for k in ("soft", "hard")
         ]
         assert [str(v) for v in got] == WANTED
-        assert {resolution.get(i, k).line.path for i in lim.ITEMS for k in lim.KINDS} == {
-            LIMITS_FILE
-        }
+        assert {
+            resolution.get(i, k).line.path for i in limits_text.ITEMS for k in limits_text.KINDS
+        } == {LIMITS_FILE}
 
 
 def test_second_run_changes_nothing(fleet, converged):

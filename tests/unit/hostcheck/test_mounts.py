@@ -1,10 +1,11 @@
 import contextlib
 
 import pytest
+from hostcheck._shared.mountinfo import unescape
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hostcheck.mounts import escape, mount_for, parse_mountinfo, unescape
+from hostcheck.mounts import escape, mount_for, parse_mountinfo
 
 MOUNTINFO = """\
 22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/mapper/vg-root rw,errors=remount-ro

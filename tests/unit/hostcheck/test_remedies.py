@@ -9,8 +9,8 @@ import re
 
 import pytest
 import yaml
+from hostcheck._shared import limits_text
 
-from hostcheck import limits as lim
 from tests.paths import CHECKOUT as REPO
 
 ROLES = sorted(p.name for p in (REPO / "roles").iterdir())
@@ -43,8 +43,8 @@ def named_in_remedies() -> dict[str, set[str]]:
             for token in tokens:
                 found.setdefault(token, set()).add(str(path.relative_to(REPO)))
     # the ulimits check fills its remedies with ulimits_<item>_<kind> of the failing values
-    for item in lim.ITEMS:
-        for kind in lim.KINDS:
+    for item in limits_text.ITEMS:
+        for kind in limits_text.KINDS:
             found.setdefault(f"ulimits_{item}_{kind}", set()).add("hostcheck/checks/ulimits.py")
     return found
 

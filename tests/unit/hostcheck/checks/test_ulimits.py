@@ -4,6 +4,7 @@ import shutil
 import subprocess
 
 import pytest
+from hostcheck._shared import limits_text
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -529,7 +530,7 @@ def test_parsers_never_crash_on_arbitrary_text(text):
     lim.resolve_limits(lines, user(), 1048576)
     lim.parse_system_conf(text, "x")
     lim.parse_systemctl_show(text)
-    lim.pam_modules("svc", lambda s: text if s == "svc" else None)
+    limits_text.pam_modules("svc", lambda s: text if s == "svc" else None)
 
 
 domains = st.one_of(

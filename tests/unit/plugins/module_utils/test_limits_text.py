@@ -130,9 +130,9 @@ def test_the_role_and_hostcheck_see_the_same_pam_stacks():
     role = ulimits_pam_limits(grep, services)
     assert role == {"sshd": "present", "su-l": "missing", "cron": "present", "login": "absent"}
     for service in services[:3]:
-        found = lim.uses_pam_limits(lim.pam_modules(service, PAM.get))
+        found = lim.uses_pam_limits(limits_text.pam_modules(service, PAM.get))
         assert (role[service] == "present") == (found is not None), service
-    found = lim.uses_pam_limits(lim.pam_modules("sshd", PAM.get))
+    found = lim.uses_pam_limits(limits_text.pam_modules("sshd", PAM.get))
     assert (found.service, found.lineno, found.control) == ("common-session", 2, "required")
 
 

@@ -29,6 +29,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules 
     ulimits_systemd_expected,
     ulimits_systemd_lines,
 )
+from hostcheck._shared import limits_text
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -298,7 +299,7 @@ def grep_output(files: dict[str, str]) -> str:
 def hostcheck_view(files: dict[str, str], service: str) -> str:
     if service not in files:
         return "absent"
-    modules = lim.pam_modules(service, files.get)
+    modules = limits_text.pam_modules(service, files.get)
     return "present" if lim.uses_pam_limits(modules) else "missing"
 
 
