@@ -2,8 +2,9 @@
 read on the host and the role's variables, so each field lesson is a table row in tests/unit.
 The filters the role's YAML uses are in plugins/filter/nvidia_driver.py.
 
-nvidia_driver_settings(settings, os)       the variables checked together (conflicts, the OS's
-    support), normalised: {branch, source, modules, build, ...}; Invalid names the variable
+nvidia_driver_settings(settings, os)       the variables (their choices checked by the role's
+    argument spec) checked together (conflicts, the OS's support), normalised: {branch, source,
+    modules, build, ...}; Invalid names the variable
 nvidia_driver_packages(os, settings, kernel)  {driver, headers, fabric_manager, hold, stream,
     repository} this OS would install, from the per-OS table
 nvidia_driver_installed_branches(probe)    branch -> where the host has it
@@ -19,9 +20,6 @@ import re
 
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
-SOURCES = ("auto", "distribution", "cuda")
-MODULES = ("open", "proprietary")
-BUILDS = ("dkms", "precompiled")
 _BRANCH = re.compile(r"^[0-9]{3}$")
 _UPSTREAM = re.compile(r"^(?:[0-9]+:)?([0-9]{3}(?:\.[0-9]+){1,2})")
 
@@ -50,18 +48,7 @@ def nvidia_driver_settings(settings: dict, os: dict) -> dict:
             "a driver branch: its three-digit major version, e.g. '570'; "
             f"got {settings.get('branch')!r}",
         )
-    source = settings.get("source")
-    if source not in SOURCES:
-        _fail("nvidia_driver_source", f"one of {', '.join(SOURCES)}; got {source!r}")
-    modules = settings.get("modules")
-    if modules not in MODULES:
-        _fail("nvidia_driver_kernel_modules", f"one of {', '.join(MODULES)}; got {modules!r}")
-    build = settings.get("build")
-    if build not in BUILDS:
-        _fail("nvidia_driver_module_build", f"one of {', '.join(BUILDS)}; got {build!r}")
-    fabric = settings.get("fabric_manager")
-    if not (fabric == "auto" or isinstance(fabric, bool)):
-        _fail("nvidia_driver_fabric_manager", f"auto, true or false; got {fabric!r}")
+    source, modules, build = settings["source"], settings["modules"], settings["build"]
     key, cert = settings.get("mok_key") or "", settings.get("mok_cert") or ""
     for variable, path in (("nvidia_driver_mok_key", key), ("nvidia_driver_mok_cert", cert)):
         if path and not str(path).startswith("/"):
@@ -105,7 +92,7 @@ def nvidia_driver_settings(settings: dict, os: dict) -> dict:
         "source": source,
         "modules": modules,
         "build": build,
-        "fabric_manager": fabric,
+        "fabric_manager": settings["fabric_manager"],
         "mok_key": key,
         "mok_cert": cert,
         "allow_branch_change": bool(settings.get("allow_branch_change")),

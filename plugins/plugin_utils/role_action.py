@@ -96,6 +96,14 @@ def with_facts(value: object, facts: dict) -> object:
     return value
 
 
+def one_choice(value: object) -> bool:
+    """False for what a spec's choices take besides one of them: a list (each item checked
+    against the choices) and a number that equals true or false."""
+    if isinstance(value, list):
+        return False
+    return isinstance(value, bool) or not isinstance(value, (int, float)) or value not in (0, 1)
+
+
 class RoleAction(ActionBase):
     TRANSFERS_FILES = False
     # the role whose variables are the arguments (shm: shm_enabled, shm_size ...)
@@ -170,15 +178,25 @@ class RoleAction(ActionBase):
         return result
 
     def checked_arguments(self) -> dict:
-        """The task's arguments checked and converted by the role's argument spec. Two of its
-        conversions lose what the user meant, so for the role's variables they are refused
-        instead: a number with a fraction where text is wanted (YAML read 12.10 as 12.1), and
-        text where a mapping is wanted (`-e settings=a=1` would replace every entry with one)."""
+        """The task's arguments checked and converted by the role's argument spec: types,
+        choices, list elements, required options, so the role's checks start from values of
+        the right kind. Two of its conversions lose what the user meant, so for the role's
+        variables they are refused instead: a number with a fraction where text is wanted (YAML
+        read 12.10 as 12.1), and text where a mapping is wanted (`-e settings=a=1` would replace
+        every entry with one). Where its choices let more through than one of them, so do the
+        variables of type raw: a list of choices, and 1 or 0 for true or false."""
         spec = argument_spec(self.ROLE, self.INTERNAL)
         given = dict(self._task.args)
         variables = argument_spec(self.ROLE)
         for name, value in given.items():
-            wanted = variables.get(name, {}).get("type") if name != "validated" else None
+            option = variables.get(name, {}) if name != "validated" else {}
+            wanted = option.get("type")
+            if wanted == "raw" and "choices" in option and not one_choice(value):
+                choices = ", ".join(str(choice) for choice in option["choices"])
+                raise Invalid(
+                    f"{self.ROLE}: validation of arguments failed: value of {name} must be one "
+                    f"of: {choices}, got: {value}"
+                )
             if isinstance(value, float) and wanted == "str":
                 raise Invalid(
                     f"{name}: text, quoted (unquoted, YAML reads 12.10 as the number 12.1); "

@@ -18,6 +18,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
 )
 
 from tests.paths import CHECKOUT
+from tests.support.role_arguments import checked, spec_refusal
 
 ROLE = CHECKOUT / "roles" / "nvidia_driver"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -128,25 +129,6 @@ def test_a_mirror_and_its_key():
         ("debian12", {"nvidia_driver_branch": "latest"}, "nvidia_driver_branch", "three-digit"),
         ("debian12", {"nvidia_driver_branch": 5500}, "nvidia_driver_branch", "three-digit"),
         ("debian12", {"nvidia_driver_branch": True}, "nvidia_driver_branch", "three-digit"),
-        ("debian12", {"nvidia_driver_source": "nvidia"}, "nvidia_driver_source", "one of auto"),
-        (
-            "debian12",
-            {"nvidia_driver_kernel_modules": "closed"},
-            "nvidia_driver_kernel_modules",
-            "one of open, proprietary; got 'closed'",
-        ),
-        (
-            "debian12",
-            {"nvidia_driver_module_build": "kbuild"},
-            "nvidia_driver_module_build",
-            "one of dkms, precompiled",
-        ),
-        (
-            "debian12",
-            {"nvidia_driver_fabric_manager": "sometimes"},
-            "nvidia_driver_fabric_manager",
-            "auto, true or false; got 'sometimes'",
-        ),
         (
             "debian12",
             {"nvidia_driver_mok_key": "MOK.priv", "nvidia_driver_mok_cert": "/MOK.der"},
@@ -199,6 +181,54 @@ def test_bad_and_conflicting_values_name_the_variable(os_name, changes, variable
     message = str(error.value)
     assert message.startswith(f"{variable}: ") and words in message, message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("changes", "refused"),
+    [
+        (
+            {"nvidia_driver_source": "nvidia"},
+            "nvidia_driver_source must be one of: auto, distribution, cuda, got: nvidia",
+        ),
+        (
+            {"nvidia_driver_kernel_modules": "closed"},
+            "nvidia_driver_kernel_modules must be one of: open, proprietary, got: closed",
+        ),
+        (
+            {"nvidia_driver_module_build": "kbuild"},
+            "nvidia_driver_module_build must be one of: dkms, precompiled, got: kbuild",
+        ),
+        (
+            {"nvidia_driver_fabric_manager": "sometimes"},
+            "nvidia_driver_fabric_manager must be one of: auto, True, False, got: sometimes",
+        ),
+        (
+            {"nvidia_driver_fabric_manager": "yes"},
+            "nvidia_driver_fabric_manager must be one of: auto, True, False, got: yes",
+        ),
+        # what the spec's choices alone would take (the base refuses it): 1 for true, a list
+        (
+            {"nvidia_driver_fabric_manager": 1},
+            "nvidia_driver_fabric_manager must be one of: auto, True, False, got: 1",
+        ),
+        (
+            {"nvidia_driver_fabric_manager": [False]},
+            "nvidia_driver_fabric_manager must be one of: auto, True, False, got: [False]",
+        ),
+    ],
+)
+def test_a_choice_not_offered_is_refused_by_the_argument_spec_first(changes, refused):
+    assert spec_refusal("nvidia_driver", changes).endswith(f"value of {refused}")
+
+
+def test_fabric_manager_given_as_text_true_is_a_choice():
+    # -e nvidia_driver_fabric_manager=True: the spec reads it as its choice true
+    assert (
+        checked("nvidia_driver", {"nvidia_driver_fabric_manager": "True"})[
+            "nvidia_driver_fabric_manager"
+        ]
+        is True
+    )
 
 
 # ---------------------------------------------------------------- the action on this machine

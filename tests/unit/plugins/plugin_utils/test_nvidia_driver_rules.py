@@ -308,7 +308,6 @@ def test_a_mirror_replaces_nvidias_repository_and_key():
         ),
         ("ubuntu2204", {"branch": "5.5"}, "nvidia_driver_branch", "three-digit"),
         ("ubuntu2204", {"branch": True}, "nvidia_driver_branch", "three-digit"),
-        ("ubuntu2204", {"source": "nvidia"}, "nvidia_driver_source", "one of auto"),
         (
             "ubuntu2204",
             {"build": "precompiled", "mok_key": "/k", "mok_cert": "/c"},
@@ -316,12 +315,6 @@ def test_a_mirror_replaces_nvidias_repository_and_key():
             "only DKMS builds",
         ),
         ("ubuntu2204", {"mok_cert": "/c"}, "nvidia_driver_mok_key", "go together"),
-        (
-            "ubuntu2204",
-            {"fabric_manager": "yes"},
-            "nvidia_driver_fabric_manager",
-            "auto, true or false",
-        ),
     ],
 )
 def test_conflicting_or_unsupported_choices_name_the_variable(os_name, changes, variable, words):
