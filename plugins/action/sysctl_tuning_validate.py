@@ -40,10 +40,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_
     sysctl_tuning_todo,
 )
 
-# What the kernel accepts (cpufreq governors; the THP modes of mm/transparent_hugepage).
-GOVERNORS = ["performance", "powersave", "ondemand", "conservative", "schedutil", "userspace"]
-THP_ENABLED_MODES = ["always", "madvise", "never"]
-THP_DEFRAG_MODES = ["always", "defer", "defer+madvise", "madvise", "never"]
 FILE = re.compile(r"^/etc/sysctl\.d/[A-Za-z0-9_.-]+\.conf$")
 TUNED_PROFILE = re.compile(r"^[A-Za-z0-9_.,-]*$")
 THP_DIR = "/sys/kernel/mm/transparent_hugepage"
@@ -53,41 +49,16 @@ def _json(value: object) -> str:
     return json.dumps(value, default=str)
 
 
-def _one_of(value: object, choices: list[str]) -> bool:
-    return value is None or (isinstance(value, str) and value in choices)
-
-
-def sysctl_tuning_wanted(
-    governor: object,
-    thp_enabled: object,
-    thp_defrag: object,
-    sysctl_file: object,
-    tuned_include: object,
-    settings: object,
-) -> dict[str, str]:
+def sysctl_tuning_wanted(sysctl_file: str, tuned_include: str, settings: object) -> dict[str, str]:
     """The settings to write ({name: value}), or Invalid (AnsibleFilterError for the settings)
-    naming the first bad variable; nothing of the host is needed."""
-    if not _one_of(governor, GOVERNORS):
-        raise Invalid(
-            f"sysctl_tuning_cpu_governor: one of {', '.join(GOVERNORS)}, or null to leave the "
-            f"governor alone; got {_json(governor)}"
-        )
-    if not _one_of(thp_enabled, THP_ENABLED_MODES):
-        raise Invalid(
-            f"sysctl_tuning_thp_enabled: one of {', '.join(THP_ENABLED_MODES)}, or null to leave "
-            f"it; got {_json(thp_enabled)}"
-        )
-    if not _one_of(thp_defrag, THP_DEFRAG_MODES):
-        raise Invalid(
-            f"sysctl_tuning_thp_defrag: one of {', '.join(THP_DEFRAG_MODES)}, or null to leave "
-            f"it; got {_json(thp_defrag)}"
-        )
-    if not isinstance(sysctl_file, str) or not FILE.match(sysctl_file):
+    naming the first bad variable; nothing of the host is needed. The governor and THP modes
+    are the argument spec's choices, checked before."""
+    if not FILE.match(sysctl_file):
         raise Invalid(
             "sysctl_tuning_file: a file directly in /etc/sysctl.d whose name ends in .conf (only "
             f"those are read at boot); got {_json(sysctl_file)}"
         )
-    if not isinstance(tuned_include, str) or not TUNED_PROFILE.match(tuned_include):
+    if not TUNED_PROFILE.match(tuned_include):
         raise Invalid(
             "sysctl_tuning_tuned_include: a tuned profile name such as throughput-performance, "
             f'or "" for none; got {_json(tuned_include)}'
@@ -438,12 +409,7 @@ class ActionModule(RoleAction):
         }
         settings = self.arg("sysctl_tuning_settings")
         wanted = sysctl_tuning_wanted(
-            governor,
-            thp_modes["enabled"],
-            thp_modes["defrag"],
-            self.arg("sysctl_tuning_file"),
-            self.arg("sysctl_tuning_tuned_include"),
-            settings,
+            self.arg("sysctl_tuning_file"), self.arg("sysctl_tuning_tuned_include"), settings
         )
         if not self.enabled():
             return {"wanted": wanted, "changes": []}

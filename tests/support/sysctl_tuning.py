@@ -28,9 +28,6 @@ WANTED = {name: " ".join(str(value).split()) for name, value in SETTINGS.items()
 
 
 GOOD = {
-    "governor": "performance",
-    "thp_enabled": "madvise",
-    "thp_defrag": "madvise",
     "sysctl_file": "/etc/sysctl.d/90-hostcheck-training.conf",
     "tuned_include": "throughput-performance",
     "settings": SETTINGS,

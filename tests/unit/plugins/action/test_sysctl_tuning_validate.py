@@ -14,6 +14,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_valida
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
+from tests.support.role_arguments import checked, spec_refusal
 from tests.support.sysctl_tuning import (
     FILE,
     GOVERNOR_UNIT,
@@ -39,7 +40,7 @@ from tests.support.sysctl_tuning import (
 
 def test_the_defaults_give_the_settings_as_the_kernel_prints_them():
     assert wanted() == WANTED
-    assert wanted(governor=None, thp_enabled=None, thp_defrag=None, tuned_include="") == WANTED
+    assert wanted(tuned_include="") == WANTED
     assert wanted(settings={"vm.swappiness": None}) == {}
 
 
@@ -47,36 +48,18 @@ def test_the_defaults_give_the_settings_as_the_kernel_prints_them():
     ("change", "message"),
     [
         (
-            {"governor": "turbo"},
-            "sysctl_tuning_cpu_governor: one of performance, powersave, ondemand, conservative, "
-            'schedutil, userspace, or null to leave the governor alone; got "turbo"',
-        ),
-        ({"governor": 5}, "sysctl_tuning_cpu_governor: one of performance, "),
-        ({"governor": ["performance"]}, 'got ["performance"]'),
-        (
-            {"thp_enabled": "sometimes"},
-            "sysctl_tuning_thp_enabled: one of always, madvise, never, or null to leave it; "
-            'got "sometimes"',
-        ),
-        (
-            {"thp_defrag": "defer+never"},
-            "sysctl_tuning_thp_defrag: one of always, defer, defer+madvise, madvise, never, or "
-            'null to leave it; got "defer+never"',
-        ),
-        (
             {"sysctl_file": "/etc/sysctl.conf"},
             "sysctl_tuning_file: a file directly in /etc/sysctl.d whose name ends in .conf (only "
             'those are read at boot); got "/etc/sysctl.conf"',
         ),
         ({"sysctl_file": "/etc/sysctl.d/sub/a.conf"}, "sysctl_tuning_file: a file directly"),
         ({"sysctl_file": "/etc/sysctl.d/a.cnf"}, "sysctl_tuning_file: a file directly"),
-        ({"sysctl_file": None}, "sysctl_tuning_file: a file directly in /etc/sysctl.d"),
+        ({"sysctl_file": ""}, "sysctl_tuning_file: a file directly in /etc/sysctl.d"),
         (
             {"tuned_include": "my profile"},
             "sysctl_tuning_tuned_include: a tuned profile name such as throughput-performance, "
             'or "" for none; got "my profile"',
         ),
-        ({"tuned_include": None}, "sysctl_tuning_tuned_include: a tuned profile name"),
     ],
 )
 def test_bad_variables_are_named(change, message):
@@ -101,12 +84,57 @@ def test_bad_settings_are_named(settings, message):
 
 
 def test_the_first_bad_variable_in_the_old_order_is_named():
-    with pytest.raises(Invalid, match=r"^sysctl_tuning_cpu_governor: "):
-        wanted(governor="turbo", thp_enabled="x", sysctl_file="x")
-    with pytest.raises(Invalid, match=r"^sysctl_tuning_thp_defrag: "):
-        wanted(thp_defrag="x", sysctl_file="x")
+    with pytest.raises(Invalid, match=r"^sysctl_tuning_file: "):
+        wanted(sysctl_file="x", tuned_include="a b")
     with pytest.raises(Invalid, match=r"^sysctl_tuning_tuned_include: "):
         wanted(tuned_include="a b", settings="x")
+
+
+@pytest.mark.parametrize(
+    ("change", "refused"),
+    [
+        (
+            {"sysctl_tuning_cpu_governor": "turbo"},
+            "sysctl_tuning_cpu_governor must be one of: performance, powersave, ondemand, "
+            "conservative, schedutil, userspace, None, got: turbo",
+        ),
+        ({"sysctl_tuning_cpu_governor": 5}, "sysctl_tuning_cpu_governor must be one of: "),
+        # a list of choices, which the spec's choices alone would take
+        (
+            {"sysctl_tuning_cpu_governor": ["performance"]},
+            "sysctl_tuning_cpu_governor must be one of: performance, powersave, ondemand, "
+            "conservative, schedutil, userspace, None, got: ['performance']",
+        ),
+        (
+            {"sysctl_tuning_thp_enabled": "sometimes"},
+            "sysctl_tuning_thp_enabled must be one of: always, madvise, never, None, "
+            "got: sometimes",
+        ),
+        (
+            {"sysctl_tuning_thp_defrag": "defer+never"},
+            "sysctl_tuning_thp_defrag must be one of: always, defer, defer+madvise, madvise, "
+            "never, None, got: defer+never",
+        ),
+    ],
+)
+def test_a_governor_or_thp_mode_not_offered_is_refused_by_the_argument_spec_first(change, refused):
+    assert f"value of {refused}" in spec_refusal("sysctl_tuning", change)
+
+
+def test_null_leaves_the_governor_and_thp_and_no_tuned_profile_is_included():
+    leave = {
+        "sysctl_tuning_cpu_governor": None,
+        "sysctl_tuning_thp_enabled": None,
+        "sysctl_tuning_thp_defrag": None,
+        "sysctl_tuning_tuned_include": None,
+    }
+    # the spec keeps null for the raw choices and reads a null text as ""
+    assert checked("sysctl_tuning", leave) == {
+        **checked("sysctl_tuning", {}),
+        **leave,
+        "sysctl_tuning_tuned_include": "",
+    }
+    assert checked("sysctl_tuning", {"sysctl_tuning_file": None})["sysctl_tuning_file"] == ""
 
 
 # --- against the host's kernel ---------------------------------------------------------
