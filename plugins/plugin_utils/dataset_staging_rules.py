@@ -4,7 +4,8 @@ role's validate action (plugins/action/dataset_staging_validate.py) uses them:
 
 dataset_staging_settings(given, os_family)  the variables checked together, normalised:
     {devices, filesystem, layout, mount, datasets: [{name, source, side, dest, ...}], ...};
-    Invalid names the variable (dataset_staging_datasets[2].source: ...)
+    Invalid names the variable (dataset_staging_datasets[2].source: ...). Their types, choices
+    and the datasets' keys are the role's argument spec's, which the action checks first.
 dataset_staging_disk_plan(probe, settings)  {action: none|reuse|create, target,
     refusals: [one line each, naming the device and what was found], wipe: [devices]}
 """
@@ -17,12 +18,7 @@ import re
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
-FILESYSTEMS = ("xfs", "ext4", "btrfs")
 LABEL_LIMITS = {"xfs": 12, "ext4": 16, "btrfs": 255}
-CHECKSUMS = ("sha256", "sha512", "sha1", "md5", "blake2b")
-VERIFY = ("changed", "all")
-SIDES = ("node", "controller")
-DATASET_KEYS = {"name", "source", "from", "manifest", "hot"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RAID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _OPTION = re.compile(r"^[a-z0-9_.-]+(=[^,\s]+)?$")
@@ -33,28 +29,18 @@ def _fail(variable: str, message: str) -> None:
     raise Invalid(f"{variable}: {message}")
 
 
-def _absolute(variable: str, value: object) -> str:
-    if not isinstance(value, str) or not value.startswith("/"):
+def _absolute(variable: str, value: str) -> str:
+    if not value.startswith("/"):
         _fail(variable, f"an absolute path; got {value!r}")
     if "\n" in value or "/../" in value + "/" or value.endswith("/.."):
         _fail(variable, f"a plain absolute path without '..'; got {value!r}")
     return os.path.normpath(value)
 
 
-def _bool(variable: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        _fail(variable, f"true or false; got {value!r}")
-    return value
-
-
-def _devices(given: object) -> list[str]:
-    if not isinstance(given, list):
-        _fail(
-            "dataset_staging_devices", f"a list of /dev/disk/by-id paths or patterns; got {given!r}"
-        )
+def _devices(given: list[str]) -> list[str]:
     for index, device in enumerate(given):
         variable = f"dataset_staging_devices[{index}]"
-        if not isinstance(device, str) or not device.startswith("/dev/"):
+        if not device.startswith("/dev/"):
             _fail(variable, f"a path under /dev (best /dev/disk/by-id/...); got {device!r}")
         if ".." in device.split("/"):
             _fail(variable, f"a path without '..'; got {device!r}")
@@ -63,10 +49,10 @@ def _devices(given: object) -> list[str]:
     return list(given)
 
 
-def _chunk_kib(given: object) -> int:
+def _chunk_kib(given: str) -> int:
     """The md chunk in KiB from a size as module_utils/sizes.py reads it (512K = 512KiB)."""
     try:
-        size = 0 if isinstance(given, bool) else parse_size(given)
+        size = parse_size(given)
     except ValueError:
         size = 0
     kib = size // 1024
@@ -77,37 +63,27 @@ def _chunk_kib(given: object) -> int:
     return kib
 
 
-def _datasets(given: object, mount: str, hot_root: str) -> list[dict]:
-    if not isinstance(given, list):
-        _fail("dataset_staging_datasets", f"a list of {{name, source}} entries; got {given!r}")
+def _datasets(given: list[dict], mount: str, hot_root: str) -> list[dict]:
     datasets, seen = [], set()
     for index, entry in enumerate(given):
         variable = f"dataset_staging_datasets[{index}]"
-        if not isinstance(entry, dict):
-            _fail(variable, f"a mapping with name and source; got {entry!r}")
-        unknown = sorted(set(entry) - DATASET_KEYS)
-        if unknown:
-            _fail(variable, f"unknown keys {unknown}; known: {sorted(DATASET_KEYS)}")
-        name = entry.get("name")
-        if not isinstance(name, str) or not _NAME.match(name):
+        name = entry["name"]
+        if not _NAME.match(name):
             _fail(f"{variable}.name", f"letters, digits, '.', '_' or '-'; got {name!r}")
         if name in seen:
             _fail("dataset_staging_datasets", f"the name {name!r} is used twice")
         seen.add(name)
-        side = entry.get("from", "node")
-        if side not in SIDES:
-            _fail(f"{variable}.from", f"one of {', '.join(SIDES)}; got {side!r}")
         manifest = entry.get("manifest")
         datasets.append(
             {
                 "name": name,
                 "variable": f"dataset_staging_datasets[{name}]",
-                "source": _absolute(f"{variable}.source", entry.get("source")),
-                "side": side,
+                "source": _absolute(f"{variable}.source", entry["source"]),
+                "side": entry.get("from", "node"),
                 "manifest": None
                 if manifest is None
                 else _absolute(f"{variable}.manifest", manifest),
-                "hot": _bool(f"{variable}.hot", entry.get("hot", False)),
+                "hot": entry.get("hot", False),
                 "dest": f"{mount}/{name}",
                 "hot_dest": f"{hot_root}/{name}",
             }
@@ -117,37 +93,27 @@ def _datasets(given: object, mount: str, hot_root: str) -> list[dict]:
 
 def dataset_staging_settings(given: dict, os_family: str = "Debian") -> dict:
     """The role's variables checked against each other, normalised."""
-    filesystem = given.get("filesystem")
-    if filesystem not in FILESYSTEMS:
-        _fail("dataset_staging_filesystem", f"one of {', '.join(FILESYSTEMS)}; got {filesystem!r}")
+    filesystem = given["filesystem"]
     if filesystem == "btrfs" and os_family == "RedHat":
         _fail("dataset_staging_filesystem", "btrfs is not shipped by RHEL 8/9; use xfs or ext4")
-    devices = _devices(given.get("devices"))
-    mount = _absolute("dataset_staging_mount", given.get("mount"))
+    devices = _devices(given["devices"])
+    mount = _absolute("dataset_staging_mount", given["mount"])
     if mount == "/" or mount.startswith(("/dev/shm", "/proc", "/sys")):
         _fail("dataset_staging_mount", f"a folder of its own such as /data; got {mount!r}")
-    options = given.get("mount_options")
-    if not isinstance(options, list) or not all(
-        isinstance(o, str) and _OPTION.match(o) for o in options
-    ):
+    options = given["mount_options"]
+    if not all(_OPTION.match(option) for option in options):
         _fail("dataset_staging_mount_options", f"a list of plain mount options; got {options!r}")
-    label = given.get("label")
-    if not isinstance(label, str) or not 0 < len(label) <= LABEL_LIMITS[filesystem]:
+    label = given["label"]
+    if not 0 < len(label) <= LABEL_LIMITS[filesystem]:
         _fail(
             "dataset_staging_label",
             f"1 to {LABEL_LIMITS[filesystem]} characters for {filesystem}; got {label!r}",
         )
-    raid_name = given.get("raid_name")
-    if not isinstance(raid_name, str) or not _RAID_NAME.match(raid_name):
+    raid_name = given["raid_name"]
+    if not _RAID_NAME.match(raid_name):
         _fail("dataset_staging_raid_name", f"letters, digits, '_' or '-'; got {raid_name!r}")
     parallel = int(given.get("parallel", 1))  # its range: __dataset_staging_number_ranges
-    checksum = given.get("checksum")
-    if checksum not in CHECKSUMS:
-        _fail("dataset_staging_checksum", f"one of {', '.join(CHECKSUMS)}; got {checksum!r}")
-    verify = given.get("verify")
-    if verify not in VERIFY:
-        _fail("dataset_staging_verify", f"one of {', '.join(VERIFY)}; got {verify!r}")
-    hot_root = _absolute("dataset_staging_hot_root", given.get("hot_root"))
+    hot_root = _absolute("dataset_staging_hot_root", given["hot_root"])
     if hot_root.startswith(mount + "/") or mount.startswith(hot_root + "/") or hot_root == mount:
         _fail(
             "dataset_staging_hot_root",
@@ -164,17 +130,17 @@ def dataset_staging_settings(given: dict, os_family: str = "Debian") -> dict:
         "mount": mount,
         "mount_options": options,
         "label": label,
-        "force_format": _bool("dataset_staging_force_format", given.get("force_format")),
+        "force_format": given["force_format"],
         "raid_name": raid_name,
         "raid_chunk_kib": _chunk_kib(given.get("raid_chunk")),
         "parallel": parallel,
-        "checksum": checksum,
-        "verify": verify,
-        "verify_written": _bool("dataset_staging_verify_written", given.get("verify_written")),
+        "checksum": given["checksum"],
+        "verify": given["verify"],
+        "verify_written": given["verify_written"],
         "state_dir": f"{mount}/{STATE_FOLDER}",
         "hot_root": hot_root,
         "hot_state_dir": f"{hot_root}/{STATE_FOLDER}",
-        "datasets": _datasets(given.get("datasets"), mount, hot_root),
+        "datasets": _datasets(given["datasets"], mount, hot_root),
     }
 
 

@@ -20,6 +20,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_vali
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.support.dataset_staging import settings, write_dataset
+from tests.support.role_arguments import checked, spec_refusal
 
 
 def dataset(name: str, hot: bool = False, side: str = "node") -> dict:
@@ -50,13 +51,10 @@ def test_parallel_is_checked_against_its_range(parallel, got):
 @pytest.mark.parametrize(
     ("changes", "named"),
     [
-        ({"filesystem": "zfs"}, "dataset_staging_filesystem: one of xfs, ext4, btrfs"),
         ({"mount": "data"}, "dataset_staging_mount: an absolute path; got 'data'"),
         ({"devices": ["sdb"]}, "dataset_staging_devices[0]: a path under /dev"),
         ({"label": "much-too-long-for-xfs"}, "dataset_staging_label: 1 to 12 characters for xfs"),
         ({"raid_chunk": "3K"}, "dataset_staging_raid_chunk: a power of two"),
-        ({"checksum": "crc32"}, "dataset_staging_checksum: one of"),
-        ({"verify_written": "yes"}, "dataset_staging_verify_written: true or false"),
         ({"hot_root": "/data/hot"}, "dataset_staging_hot_root: a folder apart"),
         (
             {"datasets": [{"name": "a", "source": "/x"}, {"name": "a", "source": "/y"}]},
@@ -68,6 +66,78 @@ def test_the_variables_are_checked_together_naming_the_variable(changes, named):
     with pytest.raises(Invalid, match=r"^dataset_staging_") as raised:
         settings(**changes)
     assert named in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("changes", "refused"),
+    [
+        (
+            {"dataset_staging_filesystem": "zfs"},
+            "value of dataset_staging_filesystem must be one of: xfs, ext4, btrfs, got: zfs",
+        ),
+        (
+            {"dataset_staging_checksum": "crc32"},
+            "value of dataset_staging_checksum must be one of: sha256, sha512, sha1, md5, "
+            "blake2b, got: crc32",
+        ),
+        (
+            {"dataset_staging_verify": "some"},
+            "value of dataset_staging_verify must be one of: changed, all, got: some",
+        ),
+        (
+            {"dataset_staging_force_format": "maybe"},
+            "argument 'dataset_staging_force_format' is of type str and we were unable to "
+            "convert to bool",
+        ),
+        (
+            {"dataset_staging_verify_written": "maybe"},
+            "argument 'dataset_staging_verify_written' is of type str and we were unable to "
+            "convert to bool",
+        ),
+        (
+            {"dataset_staging_datasets": "imagenet"},
+            "Elements value for option 'dataset_staging_datasets' is of type str and we were "
+            "unable to convert to dict",
+        ),
+        (
+            {"dataset_staging_datasets": [{"name": "a", "source": "/x", "from": "s3"}]},
+            "value of from must be one of: node, controller, got: s3 found in "
+            "dataset_staging_datasets",
+        ),
+        (
+            {"dataset_staging_datasets": [{"name": "a", "source": "/x", "hot": "maybe"}]},
+            "argument 'hot' is of type str found in 'dataset_staging_datasets'. and we were "
+            "unable to convert to bool",
+        ),
+        (
+            {"dataset_staging_datasets": [{"name": "a", "source": "/x", "size": 3}]},
+            "dataset_staging_datasets.size. Supported parameters include: from, hot, manifest, "
+            "name, source.",
+        ),
+        (
+            {"dataset_staging_datasets": [{"name": "a"}]},
+            "missing required arguments: source found in dataset_staging_datasets",
+        ),
+    ],
+)
+def test_a_choice_type_or_key_the_spec_refuses_is_named_before_the_checks(changes, refused):
+    assert refused in spec_refusal("dataset_staging", changes)
+
+
+def test_what_the_spec_converts_reaches_the_checks_converted():
+    given = checked(
+        "dataset_staging",
+        {
+            "dataset_staging_devices": "/dev/disk/by-id/nvme-a",
+            "dataset_staging_force_format": "yes",
+            "dataset_staging_datasets": [{"name": "a", "source": "/x", "hot": "no"}],
+        },
+    )
+    assert given["dataset_staging_devices"] == ["/dev/disk/by-id/nvme-a"]
+    assert given["dataset_staging_force_format"] is True
+    assert given["dataset_staging_datasets"] == [
+        {"name": "a", "source": "/x", "from": "node", "manifest": None, "hot": False}
+    ]
 
 
 def test_btrfs_is_refused_on_the_rhel_family_only():
