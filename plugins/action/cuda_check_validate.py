@@ -6,8 +6,8 @@ which main.yml and verify.yml run, reads it).
         validated: "{{ __cuda_check_validation | default({}) }}"
       register: __cuda_check_validation
 
-Checks, in this order: cuda_check_without_driver, the version variables (each "" or dotted
-digits), cuda_check_venv and the folder lists (the booleans are the argument spec's).
+Checks, in this order: the version variables (each "" or dotted digits), cuda_check_venv and
+the folder lists (the booleans and cuda_check_without_driver's choices are the argument spec's).
 values.settings are what cuda_check_decide decides by (the version variables as
 text, cuda_check_require_torch_cuda a boolean); documented in
 plugins/modules/cuda_check_validate.py. The base is plugins/plugin_utils/role_action.py.
@@ -74,12 +74,6 @@ def _is_path_list(value: object) -> bool:
 def cuda_check_values(variables: dict) -> dict:
     """The variables checked (Invalid names the first bad one), and the settings the decision
     takes."""
-    without_driver = variables["cuda_check_without_driver"]
-    if without_driver not in ("fail", "skip"):
-        raise Invalid(
-            "cuda_check_without_driver: fail or skip (what a host without an NVIDIA driver "
-            f"gets); got {to_json(without_driver)}"
-        )
     for name in VERSION_VARIABLES:
         value = variables[name]
         if not _is_version(value):

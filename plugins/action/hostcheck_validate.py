@@ -312,9 +312,6 @@ class ActionModule(RoleAction):
                     "(none on the controller)"
                 )
 
-        fail_on = self.arg("hostcheck_fail_on")
-        if fail_on not in ("fail", "warn"):
-            raise Invalid(f"hostcheck_fail_on: fail or warn, got '{fail_on}'")
         config = self.arg("hostcheck_config")
         check_config(config, self.arg("config_keys"), self.arg("check_ids"))
         check_extra_args(self.arg("hostcheck_extra_args"), self.arg("reserved_args"))

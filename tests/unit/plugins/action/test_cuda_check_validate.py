@@ -15,6 +15,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate 
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.paths import CHECKOUT
+from tests.support.role_arguments import spec_refusal
 
 ROLE = CHECKOUT / "roles" / "cuda_check"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -70,11 +71,11 @@ def test_the_defaults_and_good_values_pass_as_the_settings_of_the_decision():
     }
 
 
-@pytest.mark.parametrize(("value", "shown"), [("never", '"never"'), (None, "null"), ("", '""')])
+@pytest.mark.parametrize(("value", "shown"), [("never", "never"), (None, ""), ("", "")])
 def test_without_driver_is_fail_or_skip(value, shown):
-    assert refused(cuda_check_without_driver=value) == (
-        "cuda_check_without_driver: fail or skip (what a host without an NVIDIA driver gets); "
-        f"got {shown}"
+    # the role's argument spec refuses it, before the action's checks (null reads as "")
+    assert spec_refusal("cuda_check", {"cuda_check_without_driver": value}).endswith(
+        f"value of cuda_check_without_driver must be one of: fail, skip, got: {shown}"
     )
 
 
@@ -129,8 +130,8 @@ def test_folder_lists_are_lists_of_absolute_paths(name, value, shown):
 
 
 def test_the_first_bad_variable_is_named():
-    message = refused(cuda_check_without_driver="x", cuda_check_venv="relative")
-    assert message.startswith("cuda_check_without_driver: ")
+    message = refused(cuda_check_min_cuda_version="x", cuda_check_venv="relative")
+    assert message.startswith("cuda_check_min_cuda_version: ")
 
 
 # ---------------------------------------------------------------- the action on this machine

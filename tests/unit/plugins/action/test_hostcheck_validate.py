@@ -29,6 +29,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.paths import CHECKOUT as REPO
+from tests.support.role_arguments import spec_refusal
 
 ROLE_VARS = yaml.safe_load((REPO / "roles" / "hostcheck" / "vars" / "main.yml").read_text())
 PROFILES = ROLE_VARS["__hostcheck_builtin_profiles"]
@@ -261,3 +262,24 @@ def test_numbers_keep_the_filter_message():
 
 
 # ---------------------------------------------------------------- through ansible-playbook
+
+
+@pytest.mark.parametrize(
+    ("changes", "refused"),
+    [
+        (
+            {"hostcheck_fail_on": "error"},
+            "hostcheck_fail_on must be one of: fail, warn, got: error",
+        ),
+        (
+            {"hostcheck_measure": "never"},
+            "hostcheck_measure must be one of: changed, always, got: never",
+        ),
+        (
+            {"hostcheck_dataloader_sample": "png"},
+            "hostcheck_dataloader_sample must be one of: jpeg, busy, sleep, got: png",
+        ),
+    ],
+)
+def test_a_choice_not_offered_is_refused_by_the_argument_spec_first(changes, refused):
+    assert spec_refusal("hostcheck", changes).endswith(f"value of {refused}")
