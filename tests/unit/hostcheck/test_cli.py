@@ -172,7 +172,7 @@ def test_writes_nothing_but_the_reports(tmp_path):
     done = subprocess.run(
         [
             sys.executable,
-            str(REPO / "tests" / "unit" / "audit_writes.py"),
+            str(REPO / "tests" / "support" / "audit_writes.py"),
             str(log),
             "--",
             "run",

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -194,7 +193,7 @@ def test_too_few_open_files_while_running_is_a_verdict_too():
         "startup_both": False,
     }
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "loop_point.py"), json.dumps(settings)],
+        [sys.executable, str(REPO / "tests" / "support" / "loop_point.py"), json.dumps(settings)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from hostcheck.loop import theory
+from tests.paths import CHECKOUT as REPO
 
-HERE = Path(__file__).parent
+LOOP_POINT = REPO / "tests" / "support" / "loop_point.py"
 TOLERANCE = 0.15
 TRIES = 5
 # a try whose workers waited this many cores' worth of time for a CPU measured the machine's
@@ -42,7 +42,7 @@ POINTS = [
 
 def run_points(points: list[dict]) -> list[dict]:
     done = subprocess.run(
-        [sys.executable, str(HERE / "loop_point.py"), json.dumps(points)],
+        [sys.executable, str(LOOP_POINT), json.dumps(points)],
         capture_output=True,
         text=True,
         timeout=300,
