@@ -4,23 +4,14 @@ the messages are those the integration tests and operators look for."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import (
     fstab_options,
     shm_plan,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_verify import shm_verified
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import shm_probe
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
-
-from tests.paths import CHECKOUT as REPO
-
-SPEC = importlib.util.spec_from_file_location(
-    "shm_probe", REPO / "plugins" / "modules" / "shm_probe.py"
-)
-shm_probe = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(shm_probe)
 
 MiB = 2**20
 MEMTOTAL_KIB = 16 * 2**20  # 16 GiB of RAM

@@ -4,16 +4,9 @@ probe used to undo only \\040, so a tab or backslash in a mount point was read w
 
 from __future__ import annotations
 
-import importlib.util
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import dataset_disk_probe as probe
 
 from hostcheck.mounts import parse_mountinfo
-from tests.paths import CHECKOUT as REPO
-
-SPEC = importlib.util.spec_from_file_location(
-    "dataset_disk_probe_shared", REPO / "plugins/modules/dataset_disk_probe.py"
-)
-probe = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(probe)
 
 MOUNTINFO = (
     "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"

@@ -5,25 +5,15 @@ functions are no one's, NVSwitches only the nvidia_driver probe's (it decides Fa
 
 from __future__ import annotations
 
-import importlib.util
-
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import (
+    hostcheck_probe as HOSTCHECK_PROBE,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import nvidia_driver_probe as probe
 from hostcheck._shared import pci
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hostcheck.pci import nvidia_gpus
-from tests.paths import CHECKOUT as REPO
-
-SPEC = importlib.util.spec_from_file_location(
-    "nvidia_driver_probe_shared", REPO / "plugins/modules/nvidia_driver_probe.py"
-)
-probe = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(probe)
-HOSTCHECK_SPEC = importlib.util.spec_from_file_location(
-    "hostcheck_probe_shared", REPO / "plugins/modules/hostcheck_probe.py"
-)
-HOSTCHECK_PROBE = importlib.util.module_from_spec(HOSTCHECK_SPEC)
-HOSTCHECK_SPEC.loader.exec_module(HOSTCHECK_PROBE)
 
 GPU_OTHER = "0000:86:00.0"
 FUNCTIONS = {

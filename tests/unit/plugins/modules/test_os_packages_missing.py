@@ -3,19 +3,11 @@ read from the package database (this machine's own dpkg for apt; rpm's messages 
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 
 import pytest
-
-from tests.paths import CHECKOUT as REPO
-
-SPEC = importlib.util.spec_from_file_location(
-    "os_packages_missing", REPO / "plugins/modules/os_packages_missing.py"
-)
-module = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(module)
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import os_packages_missing as module
 
 
 class Runner:

@@ -6,7 +6,6 @@ driver, so the array itself is only rendered here)."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +15,9 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import (
+    dataset_disk_probe as probe_module,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
     dataset_staging_disk_plan,
     dataset_staging_settings,
@@ -26,11 +28,6 @@ from tests.paths import CHECKOUT as REPO
 from tests.support.dataset_staging import write_md_superblock
 
 ROLE = REPO / "roles" / "dataset_staging"
-SPEC = importlib.util.spec_from_file_location(
-    "dataset_disk_probe", REPO / "plugins" / "modules" / "dataset_disk_probe.py"
-)
-probe_module = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(probe_module)
 
 
 def defaults() -> dict:

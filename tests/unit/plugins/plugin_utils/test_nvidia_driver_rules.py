@@ -4,7 +4,6 @@ as tables, and its probe against fixture trees."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,9 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_valida
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
     nvidia_driver_refusals,
     nvidia_driver_versioned,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import (
+    nvidia_driver_probe as probe_module,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_fabric_manager,
@@ -33,11 +35,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
 from tests.paths import CHECKOUT as REPO
 
 ROLE = REPO / "roles" / "nvidia_driver"
-SPEC = importlib.util.spec_from_file_location(
-    "nvidia_driver_probe", REPO / "plugins" / "modules" / "nvidia_driver_probe.py"
-)
-probe_module = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(probe_module)
 
 FACTS = {
     "ubuntu2204": {

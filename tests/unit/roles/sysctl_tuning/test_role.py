@@ -5,7 +5,6 @@ the per-OS vars; the RHEL and Ubuntu paths cannot run here)."""
 from __future__ import annotations
 
 import configparser
-import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -14,6 +13,7 @@ import jinja2
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import sysctl_tuning_probe as probe
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     sysctl_tuning_parse_file,
     sysctl_tuning_same,
@@ -25,11 +25,6 @@ from tests.paths import CHECKOUT as REPO
 from tests.support.systemd_units import verify_unit
 
 ROLE = REPO / "roles" / "sysctl_tuning"
-SPEC = importlib.util.spec_from_file_location(
-    "sysctl_tuning_probe", REPO / "plugins" / "modules" / "sysctl_tuning_probe.py"
-)
-probe = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(probe)
 
 OWN = "/etc/sysctl.d/90-hostcheck-training.conf"
 BOOT_ID = "b055b832-9245-46fe-a3d9-c0a8a52c6a23"
