@@ -42,6 +42,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "its interval goes into the report and the Prometheus textfile "
         "(hostcheck_run_interval_seconds) for the staleness alert",
     )
+    run.add_argument(
+        "--host-state",
+        action="store_true",
+        help="run no check: print, as JSON, a digest of each part of what this run depends "
+        "on (command line, profile, hostcheck's installation, the host files and values its "
+        "checks read); a report stands while every part is unchanged",
+    )
     report_option(run, "json:PATH, junit:PATH or prom:PATH")
     fail_on_option(run, "status")
     run.add_argument("-v", "--verbose", action="store_true", help="show every finding")
@@ -58,11 +65,22 @@ def _schedule(calendar: str) -> dict:
     return {"calendar": calendar, "interval_s": interval, "problem": problem}
 
 
-def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.text import Text
-
+def run_options(args: argparse.Namespace):
     from hostcheck.checks.base import RunOptions
+
+    return RunOptions(user=args.user, dataset_path=args.dataset_path, require_gpu=args.require_gpu)
+
+
+def host_state_of(args: argparse.Namespace, argv: list[str], system) -> dict[str, str]:
+    """What `hostcheck run ARGV` depends on (--host-state), one digest per part."""
+    from hostcheck.state import host_state
+
+    profile = load(args, loader_assignments(args))
+    command_line = [arg for arg in argv if arg != "--host-state"]
+    return host_state(profile, run_options(args), command_line, system)
+
+
+def run(args: argparse.Namespace) -> int:
     from hostcheck.model import Status
     from hostcheck.registry import CHECKS
     from hostcheck.report.document import build_document
@@ -73,15 +91,21 @@ def run(args: argparse.Namespace) -> int:
     unknown = [c for c in args.checks or () if c not in CHECKS]
     if unknown:
         raise UsageError(f"--check {unknown[0]}: no such check (known: {', '.join(CHECKS)})")
+    system = System()
+    if args.host_state:
+        import json
+
+        print(json.dumps(host_state_of(args, sys.argv[1:], system), indent=1, sort_keys=True))
+        return 0
     targets = report_targets(args.report)
     schedule = _schedule(args.schedule) if args.schedule else None
     profile = load(args, loader_assignments(args))
-    options = RunOptions(
-        user=args.user, dataset_path=args.dataset_path, require_gpu=args.require_gpu
-    )
+    options = run_options(args)
+    from rich.console import Console
+    from rich.text import Text
+
     to_stdout = any(path == "-" for _, path in targets)
     console = Console(stderr=to_stdout, highlight=False)
-    system = System()
     fail_on = Status(args.fail_on)
     os_release_text = system.read("/etc/os-release")
     reuse = None

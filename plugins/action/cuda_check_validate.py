@@ -16,7 +16,6 @@ plugins/modules/cuda_check_validate.py. The base is plugins/plugin_utils/role_ac
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from ansible.plugins.filter.core import to_json
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import SETTINGS
@@ -61,16 +60,6 @@ def _is_version(value: object) -> bool:
     return VERSION.match(text) is not None
 
 
-def _is_path_list(value: object) -> bool:
-    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__getitem__"):
-        return False
-    try:
-        items = list(value)
-    except TypeError:
-        return False
-    return all(isinstance(item, str) and item.startswith("/") for item in items)
-
-
 def cuda_check_values(variables: dict) -> dict:
     """The variables checked (Invalid names the first bad one), and the settings the decision
     takes."""
@@ -82,14 +71,14 @@ def cuda_check_values(variables: dict) -> dict:
                 f"quoted (unquoted, YAML reads 12.10 as the number 12.1); got {to_json(value)}"
             )
     venv = variables["cuda_check_venv"]
-    if not isinstance(venv, str) or not venv.startswith("/") or re.search(r"\s", venv):
+    if not venv.startswith("/") or re.search(r"\s", venv):
         raise Invalid(
             "cuda_check_venv: the absolute path of the training venv, without blanks; got "
             f"{to_json(venv)}"
         )
     for name in PATH_VARIABLES:
         value = variables[name]
-        if not _is_path_list(value):
+        if not all(path.startswith("/") for path in value):
             raise Invalid(f"{name}: a list of absolute paths; got {to_json(value)}")
     settings = {name: variables[name] for name in SETTINGS}
     settings.update({name: str(variables[name]) for name in VERSION_VARIABLES})

@@ -173,6 +173,8 @@ def stale_reasons(read: dict, report_path: str) -> list[str]:
         return [f"{made} did not pass (exit {report.get('exit_code')})"]
     if (recorded.get("report") or {}).get("sha256") != report.get("sha256"):
         return [f"no record of the host state {made} was made for"]
+    if read["parts"] is None:
+        return [f"the host state cannot be read: {read['parts_unread']}"]
     before, now = recorded.get("parts") or {}, read["parts"]
     changed = sorted(part for part in set(before) | set(now) if before.get(part) != now.get(part))
     if changed:

@@ -12,12 +12,12 @@ description:
   - Reads, and never changes, the training venv's distributions (hostcheck's version, RECORD
     and requirements among them), the config file hostcheck runs with, the latest report,
     the hostcheck systemd units and the timer's state.
-  - Reads the host state hostcheck's checks depend on, one digest per part (C(parts)), of the
-    command line and config hostcheck runs with, the venv's distributions, the boot, the
-    /dev/shm mount, the block-device mounts, /etc/fstab, the limits, PAM, systemd manager
-    and sysctl files, the /proc/sys values named, CPU governors and transparent huge pages,
-    memory and swap, users and groups, the NVIDIA driver and GPUs, the DataLoader settings
-    file. Reading it costs milliseconds, where hostcheck itself costs seconds.
+  - Asks the hostcheck in the venv for the host state a run of O(read.command) depends on,
+    one digest per part (C(parts), `hostcheck run ... --host-state`, which runs no check);
+    the parts are the command line, the profile as it resolves, hostcheck's installation, and what its
+    checks read of the host (mounts, /etc/fstab, limits, PAM, sysctl files and values, CPU
+    governors, memory, the NVIDIA driver, the DataLoader settings file...). Reading it costs
+    a fraction of a second, where hostcheck's checks cost seconds.
   - With O(read.dataloader_path), reads the DataLoader settings file `hostcheck loop --sweep
     --write` keeps there, asks the hostcheck in the venv whether it is valid and stands for
     this host (the rules training code reads it by), and reads what the workload is judged by
@@ -36,17 +36,15 @@ options:
         type: path
         required: true
       command:
-        description: The hostcheck command line whose report is kept (a part of the state).
+        description: >-
+          The hostcheck command line whose report is kept (its executable first); run with
+          --host-state to read the host state.
         type: list
         elements: str
         required: true
       config_file:
         description: The config file hostcheck runs with (hostcheck_config_file).
         type: path
-        required: true
-      profile:
-        description: hostcheck_profile; an absolute path is a profile file, read as a part.
-        type: str
         required: true
       report_dir:
         description: The folder of report.json and report.host-state.json.
@@ -60,11 +58,6 @@ options:
         description: The folder the timer writes its Prometheus textfile to.
         type: path
         required: true
-      sysctl:
-        description: sysctl names (dotted) whose live values are a part of the state.
-        type: list
-        elements: str
-        default: []
       dataloader_path:
         description: >-
           The DataLoader settings file (hostcheck_dataloader_path), read and a part of the
@@ -115,8 +108,14 @@ recorded:
   type: dict
   returned: always
 parts:
-  description: The host state now, one digest per part (the same parts record keeps).
+  description: >-
+    The host state now, one digest per part (the same parts record keeps); null when the
+    hostcheck in the venv cannot say (not installed yet, or it failed: see parts_unread).
   type: dict
+  returned: always
+parts_unread:
+  description: Why parts is null; empty when it is not.
+  type: str
   returned: always
 units:
   description: "Per unit (hostcheck.service, hostcheck.timer): {text, mode, uid}, or null."
@@ -166,61 +165,19 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.distributions 
     parse_metadata,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.host_files import read_text
-from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import parse_mountinfo
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
     GPU,
     nvidia_functions,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sysctl import proc_path
 
 REPORT = "report.json"
 RECORD = "report.host-state.json"
 UNITS = ("hostcheck.service", "hostcheck.timer")
-# The files each part digests (globs, relative to the root), as hostcheck's checks read them.
-FILE_PARTS = {
-    "/etc/fstab": ["etc/fstab"],
-    "limits": ["etc/security/limits.conf", "etc/security/limits.d/*"],
-    "PAM": ["etc/pam.d/*"],
-    "systemd manager settings": [
-        "etc/systemd/system.conf",
-        *(f"{top}/systemd/system.conf.d/*" for top in ("etc", "run", "usr/local/lib", "usr/lib")),
-    ],
-    "sysctl files": [
-        "etc/sysctl.conf",
-        *(f"{top}/sysctl.d/*" for top in ("etc", "run", "usr/local/lib", "usr/lib", "lib")),
-    ],
-    "users and groups": ["etc/passwd", "etc/group"],
-}
-CPU_FILES = [
-    "sys/devices/system/cpu/online",
-    "sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
-    "sys/kernel/mm/transparent_hugepage/enabled",
-    "sys/kernel/mm/transparent_hugepage/defrag",
-]
-NVIDIA_FILES = ["proc/driver/nvidia/version", "proc/driver/nvidia/gpus/*/information"]
 SETTINGS_MAX_BYTES = 2**20  # a DataLoader settings file is about 1 KB
-
-
-def digest(value: object) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def under(root: str, path: str) -> str:
     return os.path.join(root, path.lstrip("/"))
-
-
-def texts(root: str, patterns: list[str]) -> dict[str, str | None]:
-    """Each file the globs find (a plain path is kept even when missing), by path."""
-    found: dict[str, str | None] = {}
-    for pattern in patterns:
-        paths = (
-            sorted(glob.glob(under(root, pattern))) if "*" in pattern else [under(root, pattern)]
-        )
-        for path in paths:
-            if not os.path.isdir(path):
-                found[path] = read_text(path)
-    return found
 
 
 def site_packages(venv: str) -> list[str]:
@@ -232,12 +189,10 @@ def site_packages(venv: str) -> list[str]:
     return list(unique.values())
 
 
-def read_venv(venv: str) -> tuple[dict, list]:
-    """What the role reads of the venv, and what the venv part digests: each distribution's
-    folder name with the size and time of its RECORD (a reinstall rewrites it)."""
+def read_venv(venv: str) -> dict:
+    """The venv's python, its distributions (canonical name to version) and hostcheck's."""
     distributions: dict[str, str] = {}
     hostcheck = None
-    listed = []
     for folder in site_packages(venv):
         for meta in sorted(glob.glob(f"{folder}/*.dist-info") + glob.glob(f"{folder}/*.egg-info")):
             metadata_file = "METADATA" if meta.endswith(".dist-info") else "PKG-INFO"
@@ -249,25 +204,18 @@ def read_venv(venv: str) -> tuple[dict, list]:
             if not name or not version:
                 continue
             distributions[normalize_name(name)] = version
-            record = os.path.join(meta, "RECORD")
-            try:
-                info = os.stat(record)
-                listed.append([os.path.basename(meta), info.st_size, info.st_mtime_ns])
-            except OSError:
-                listed.append([os.path.basename(meta), None, None])
             if normalize_name(name) == "hostcheck":
-                lines = (read_text(record) or "").splitlines()
+                lines = (read_text(os.path.join(meta, "RECORD")) or "").splitlines()
                 hostcheck = {
                     "version": version,
                     "record": sorted(line for line in lines if ",sha256=" in line),
                     "requires": header_values(text, "Requires-Dist"),
                 }
-    found = {
+    return {
         "python": os.path.exists(f"{venv}/bin/python"),
         "distributions": distributions,
         "hostcheck": hostcheck,
     }
-    return found, sorted(listed)
 
 
 def file_state(path: str) -> dict | None:
@@ -316,76 +264,22 @@ def read_record(path: str) -> dict | None:
     return recorded if isinstance(recorded, dict) else None
 
 
-def mountinfo(root: str) -> list[list[str]]:
-    """[mount point, fs type, source, mount options, super options] of each mount."""
-    return [
-        [m["mount_point"], m["fs_type"], m["source"], ",".join(m["options"]),
-         ",".join(m["super_options"])]
-        for m in parse_mountinfo(read_text(under(root, "/proc/self/mountinfo")) or "")
-    ]  # fmt: skip
-
-
-def shm_state(root: str, mounts: list[list[str]]) -> list:
-    try:
-        info = os.statvfs(under(root, "/dev/shm"))
-        size = info.f_blocks * info.f_frsize
-    except OSError:
-        size = None
-    return [[m for m in mounts if m[0] == "/dev/shm"][-1:], size]
-
-
-def swaps(text: str) -> list[list[str]]:
-    """/proc/swaps without its Used column, which moves all the time."""
-    rows = [line.split() for line in text.splitlines()[1:]]
-    return [[row[0], row[1], row[2], row[4]] for row in rows if len(row) >= 5]
-
-
-def sysctl_values(root: str, names: list[str]) -> dict[str, str | None]:
-    """The value of each name in the file hostcheck's sysctl check reads; None for a file that
-    is not there and a name that is not a sysctl name."""
-    values = {}
-    for name in sorted(set(names)):
+def host_state(command: list[str], run) -> tuple[dict | None, str]:
+    """The parts of the host state a report of this hostcheck command line stands for, as
+    the hostcheck in the venv reads them (`--host-state`), and why they could not be read."""
+    if not os.path.exists(command[0]):
+        return None, f"{command[0]} does not exist"
+    rc, out, err = run([*command, "--host-state"])
+    if rc == 0:
         try:
-            text = read_text(under(root, proc_path(name)))
+            parts = json.loads(out)
         except ValueError:
-            text = None
-        values[name] = None if text is None else " ".join(text.split())
-    return values
-
-
-def host_parts(spec: dict, venv_listed: list, root: str = "/") -> dict[str, str]:
-    """The host state hostcheck's checks depend on, one digest per part."""
-    mounts = mountinfo(root)
-    meminfo = read_text(under(root, "/proc/meminfo")) or ""
-    parts = {
-        "hostcheck's command line": digest(spec["command"]),
-        "the venv's distributions": digest(venv_listed),
-        "hostcheck_config_file": digest(read_text(spec["config_file"])),
-        "the boot": digest(read_text(under(root, "/proc/sys/kernel/random/boot_id"))),
-        "/dev/shm": digest(shm_state(root, mounts)),
-        "block-device mounts": digest(sorted(m for m in mounts if m[2].startswith("/dev/"))),
-        "/proc/sys": digest(sysctl_values(root, spec.get("sysctl") or [])),
-        "CPU governors and THP": digest(list(texts(root, CPU_FILES).values())),
-        "memory and swap": digest(
-            [
-                [line for line in meminfo.splitlines() if line.startswith("MemTotal:")],
-                swaps(read_text(under(root, "/proc/swaps")) or ""),
-            ]
-        ),
-        "NVIDIA driver and GPUs": digest(
-            [
-                texts(root, NVIDIA_FILES),
-                os.path.exists(under(root, "/run/nvidia-persistenced/socket")),
-            ]
-        ),
-    }
-    for part, patterns in FILE_PARTS.items():
-        parts[part] = digest(texts(root, patterns))
-    if str(spec["profile"]).startswith("/"):
-        parts["hostcheck_profile (file)"] = digest(read_text(spec["profile"]))
-    if spec.get("dataloader_path"):
-        parts["the DataLoader settings file"] = digest(read_text(spec["dataloader_path"]))
-    return parts
+            parts = None
+        if isinstance(parts, dict):
+            return parts, ""
+        return None, f"{command[0]} run --host-state printed no JSON object"
+    said = (err.strip().splitlines() or [f"exit status {rc}"])[-1]
+    return None, f"{command[0]} run --host-state failed: {said}"
 
 
 # ---------------------------------------------------------------- the DataLoader settings
@@ -500,7 +394,8 @@ def timer_state(run) -> dict:
 
 
 def probe(spec: dict, run, root: str = "/") -> dict:
-    venv, venv_listed = read_venv(spec["venv"])
+    venv = read_venv(spec["venv"])
+    parts, parts_unread = host_state(spec["command"], run)
     units = {name: file_state(os.path.join(spec["unit_dir"], name)) for name in UNITS}
     systemd = os.path.isdir(under(root, "/run/systemd/system"))
     report_dir = spec["report_dir"]
@@ -510,7 +405,8 @@ def probe(spec: dict, run, root: str = "/") -> dict:
         "config": config and {"text": config["text"], "mode": config["mode"]},
         "report": read_report(os.path.join(report_dir, REPORT)),
         "recorded": read_record(os.path.join(report_dir, RECORD)),
-        "parts": host_parts(spec, venv_listed, root),
+        "parts": parts,
+        "parts_unread": parts_unread,
         "units": units,
         "systemd": systemd,
         "timer": timer_state(run) if systemd and any(units.values()) else {},
@@ -553,11 +449,9 @@ def main() -> None:
                     "venv": {"type": "path", "required": True},
                     "command": {"type": "list", "elements": "str", "required": True},
                     "config_file": {"type": "path", "required": True},
-                    "profile": {"type": "str", "required": True},
                     "report_dir": {"type": "path", "required": True},
                     "unit_dir": {"type": "path", "required": True},
                     "textfile_dir": {"type": "path", "required": True},
-                    "sysctl": {"type": "list", "elements": "str", "default": []},
                     "dataloader_path": {"type": "path"},
                     "dataloader_dataset": {"type": "str", "default": ""},
                 },
@@ -574,6 +468,8 @@ def main() -> None:
         if recorded is None:
             report = os.path.join(spec["report_dir"], REPORT)
             module.fail_json(msg=f"{report}: no passing report to record the host state for")
+        if found["parts"] is None:
+            module.fail_json(msg=f"the host state cannot be read: {found['parts_unread']}")
         changed = recorded != found["recorded"]
         if changed and not module.check_mode:
             write_record(recorded, spec["report_dir"])

@@ -15,7 +15,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate 
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.paths import CHECKOUT
-from tests.support.role_arguments import spec_refusal
+from tests.support.role_arguments import checked, spec_refusal
 
 ROLE = CHECKOUT / "roles" / "cuda_check"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -25,6 +25,13 @@ GOOD = {**DEFAULTS, "cuda_check_venv": "/opt/venvs/train"}
 def refused(**changes) -> str:
     with pytest.raises(Invalid) as error:
         cuda_check_values({**GOOD, **changes})
+    return str(error.value)
+
+
+def refused_after_the_spec(**changes) -> str:
+    """The action's refusal of what the role's argument spec let through (and converted)."""
+    with pytest.raises(Invalid) as error:
+        cuda_check_values(checked("cuda_check", {**GOOD, **changes}))
     return str(error.value)
 
 
@@ -104,12 +111,12 @@ def test_versions_are_dotted_digits(name, value, shown):
     [
         ("opt/venvs/train", '"opt/venvs/train"'),
         ("/opt/my venv", '"/opt/my venv"'),
-        (5, "5"),
-        (None, "null"),
+        (5, '"5"'),
+        (None, '""'),
     ],
 )
 def test_the_venv_is_an_absolute_path_without_blanks(value, shown):
-    assert refused(cuda_check_venv=value) == (
+    assert refused_after_the_spec(cuda_check_venv=value) == (
         f"cuda_check_venv: the absolute path of the training venv, without blanks; got {shown}"
     )
 
@@ -118,15 +125,26 @@ def test_the_venv_is_an_absolute_path_without_blanks(value, shown):
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        ("/usr/local", '"/usr/local"'),
-        ({"a": "/x"}, '{"a": "/x"}'),
         (["usr/local"], '["usr/local"]'),
-        (["/usr/local", 1], '["/usr/local", 1]'),
-        (None, "null"),
+        (["/usr/local", 1], '["/usr/local", "1"]'),
+        ("usr/local", '["usr/local"]'),
     ],
 )
 def test_folder_lists_are_lists_of_absolute_paths(name, value, shown):
-    assert refused(**{name: value}) == f"{name}: a list of absolute paths; got {shown}"
+    assert refused_after_the_spec(**{name: value}) == (
+        f"{name}: a list of absolute paths; got {shown}"
+    )
+
+
+@pytest.mark.parametrize("name", PATH_VARIABLES)
+def test_folder_lists_take_what_ansible_takes_for_a_list(name):
+    """One folder as text is a list of one (Ansible's list type); a mapping and null are
+    refused by the spec."""
+    values = cuda_check_values(checked("cuda_check", {**GOOD, name: "/opt/cuda"}))
+    assert values["settings"] == cuda_check_values(GOOD)["settings"]
+    assert checked("cuda_check", {**GOOD, name: "/opt/cuda"})[name] == ["/opt/cuda"]
+    assert f"argument '{name}' is of type dict" in spec_refusal("cuda_check", {name: {"a": "/x"}})
+    assert f"argument '{name}' is of type NoneType" in spec_refusal("cuda_check", {name: None})
 
 
 def test_the_first_bad_variable_is_named():

@@ -41,7 +41,7 @@ def test_the_probe_and_the_package_read_a_venv_alike(tmp_path):
     info.mkdir(parents=True)
     (info / "METADATA").write_text(METADATA)
     (info / "RECORD").write_text("PIL/__init__.py,sha256=x,1\n")
-    found, dummy = hostcheck_probe.read_venv(str(tmp_path / "venv"))
+    found = hostcheck_probe.read_venv(str(tmp_path / "venv"))
     (dist,) = installed_dists(System(), str(site))
     assert found["distributions"] == {dist.key: dist.version} == {"pillow-simd": "9.5.0.post1"}
 

@@ -10,18 +10,17 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import sysctl, thp
-from ansible_collections.hostcheck.gpu_hosts.plugins.modules import (
-    hostcheck_probe,
-    sysctl_tuning_probe,
-)
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import sysctl_tuning_probe
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     sysctl_tuning_parse_file,
 )
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hostcheck import state as state_module
 from hostcheck.checks import cpu
 from hostcheck.checks import sysctl as sysctl_check
+from hostcheck.system import System
 from tests.support.cpu_host import (
     SWAPS_HEADER,
     build_cpus,
@@ -147,13 +146,14 @@ def test_the_role_takes_dotted_names_only():
     assert re.match(sysctl.NAME_PATTERN, "vm/swappiness")
 
 
-def test_the_probes_and_the_check_read_the_same_file(fake_host):
-    """hostcheck_probe used to read net.ipv4.conf.eth0/100.rp_filter from .../eth0/100/..., not
-    the file the sysctl check reads."""
+def test_the_probe_the_host_state_and_the_check_read_the_same_file(fake_host):
+    """The host state (hostcheck/state.py) and the sysctl_tuning probe read
+    net.ipv4.conf.eth0/100.rp_filter from the file the sysctl check reads, not .../eth0/100/...
+    as hostcheck_probe once did."""
     fake_host.file("/proc/sys/net/ipv4/conf/eth0.100/rp_filter", "2\n")
     names = ["net.ipv4.conf.eth0/100.rp_filter", "net/ipv4/conf/eth0.100/rp_filter", "a.//.b"]
     root = str(fake_host.root)
-    assert hostcheck_probe.sysctl_values(root, names) == {
+    assert state_module.sysctl_values(System(root=root), names) == {
         "a.//.b": None,
         "net.ipv4.conf.eth0/100.rp_filter": "2",
         "net/ipv4/conf/eth0.100/rp_filter": "2",

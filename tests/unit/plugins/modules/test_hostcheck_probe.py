@@ -23,6 +23,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan impor
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules import hostcheck_probe
 
+from tests.support.host_state import command_on, host_state
 from tests.support.role_dataloader import HOST as MEASURED_HOST
 from tests.support.role_dataloader import PATH, SETTINGS, VARIABLES, found, settings
 
@@ -83,7 +84,7 @@ def host(tmp_path):
     tree(root, HOST)
     (root / "dev" / "shm").mkdir(parents=True)
     venv = tmp_path / "venv"
-    tree(venv, {"bin/python": ""})
+    tree(venv, {"bin/python": "", "bin/hostcheck": ""})
     install(venv, "hostcheck", "0.1.0", RECORD_LINES, ['torch>=2.1; extra == "node"'])
     install(venv, "torch", "2.13.0+cpu")
     tree(tmp_path, {"etc/hostcheck/config.yaml": "checks: {}\n"})
@@ -92,20 +93,24 @@ def host(tmp_path):
         "venv": str(venv),
         "command": [f"{venv}/bin/hostcheck", "run", "--profile", "default"],
         "config_file": str(tmp_path / "etc/hostcheck/config.yaml"),
-        "profile": "default",
         "report_dir": str(tmp_path / "reports"),
         "unit_dir": str(tmp_path / "units"),
         "textfile_dir": str(tmp_path / "textfile"),
-        "sysctl": ["vm.swappiness", "net.ipv4.tcp_rmem", "vm.nosuch"],
     }
     return {"root": root, "spec": spec, "tmp": tmp_path, "venv": venv}
 
 
-def no_commands(argv):
+def no_systemctl(argv):
     raise AssertionError(f"ran {argv}")
 
 
-def read(host, run=no_commands) -> dict:
+def read(host, systemctl=no_systemctl) -> dict:
+    """The probe on the host's tree, hostcheck --host-state answering as it would there."""
+    hostcheck = command_on(host["root"])
+
+    def run(argv):
+        return hostcheck(argv) if argv[0] == host["spec"]["command"][0] else systemctl(argv)
+
     return hostcheck_probe.probe(host["spec"], run, str(host["root"]))
 
 
@@ -172,49 +177,22 @@ def test_units_and_the_timer_state_with_systemd(host):
     assert asked[0][:3] == ["systemctl", "show", "hostcheck.timer"]
 
 
-def test_each_part_changes_with_what_it_stands_for_and_nothing_else(host):
-    root = host["root"]
-
-    def write(path, text):
-        return lambda: tree(root, {path: text})
-
-    assert changed_parts(host, write("/etc/fstab", "tmpfs /dev/shm tmpfs size=1g 0 0\n")) == [
-        "/etc/fstab"
-    ]
-    remounted = MOUNTINFO.replace("size=65536k", "size=16384k")
-    assert changed_parts(host, write("/proc/self/mountinfo", remounted)) == ["/dev/shm"]
-    assert changed_parts(host, write("/proc/sys/vm/swappiness", "60\n")) == ["/proc/sys"]
-    assert changed_parts(host, write("/etc/sysctl.d/99-x.conf", "# note\n")) == ["sysctl files"]
-    assert changed_parts(host, write("/etc/security/limits.d/x.conf", "")) == ["limits"]
-    assert changed_parts(host, write("/proc/sys/kernel/random/boot_id", "9f\n")) == ["the boot"]
-    gov = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
-    assert changed_parts(host, write(gov, "powersave\n")) == ["CPU governors and THP"]
-    assert changed_parts(host, lambda: install(host["venv"], "pillow-simd", "9.5.0")) == [
-        "the venv's distributions"
-    ]
-    config = host["tmp"] / "etc/hostcheck/config.yaml"
-    assert changed_parts(host, lambda: config.write_text("checks: {shm: {}}\n")) == [
-        "hostcheck_config_file"
-    ]
-
-
-def test_what_moves_all_the_time_is_not_part_of_the_state(host):
-    root = host["root"]
-    used = "Filename\tType\tSize\tUsed\tPriority\n/swap.img file 1048572 5120 -2\n"
-    login = MOUNTINFO + "41 22 0:41 / /run/user/1000 rw - tmpfs tmpfs rw,size=1000k\n"
-    memfree = HOST["/proc/meminfo"].replace("MemFree:         1000", "MemFree:         9")
-    assert changed_parts(host, lambda: tree(root, {"/proc/swaps": used})) == []
-    assert changed_parts(host, lambda: tree(root, {"/proc/self/mountinfo": login})) == []
-    assert changed_parts(host, lambda: tree(root, {"/proc/meminfo": memfree})) == []
-
-
-def test_a_profile_file_is_a_part_of_its_own(host):
-    profile = host["tmp"] / "profile.yaml"
-    profile.write_text("extends: default\n")
-    host["spec"]["profile"] = str(profile)
-    assert changed_parts(host, lambda: profile.write_text("extends: quick\n")) == [
-        "hostcheck_profile (file)"
-    ]
+def test_the_parts_are_what_the_venvs_hostcheck_says(host):
+    """The probe has no rule of its own for the host state: it runs the role's hostcheck
+    command line with --host-state."""
+    found = read(host)
+    assert found["parts"] == host_state(host["spec"]["command"][1:], host["root"])
+    assert found["parts_unread"] == ""
+    (host["venv"] / "bin" / "hostcheck").unlink()
+    missing = read(host)
+    assert missing["parts"] is None
+    assert missing["parts_unread"] == f"{host['venv']}/bin/hostcheck does not exist"
+    (host["venv"] / "bin" / "hostcheck").write_text("")
+    host["spec"]["command"][3] = "nosuch"
+    refused = read(host)
+    assert refused["parts"] is None
+    assert refused["parts_unread"].startswith(f"{host['venv']}/bin/hostcheck run --host-state ")
+    assert "nosuch: no such profile" in refused["parts_unread"]
 
 
 def test_the_record_keeps_the_parts_and_the_report_it_was_made_for(host):
@@ -246,6 +224,14 @@ def test_a_recorded_passing_report_stands_until_the_host_state_drifts(host):
     tree(host["root"], {"/etc/fstab": "# edited\n"})
     assert stale_reasons(read(host), REPORT) == [
         "changed since the report of 2026-01-02T03:04:05Z: /dev/shm, /etc/fstab"
+    ]
+
+
+def test_a_host_state_hostcheck_cannot_read_makes_hostcheck_run(host):
+    found = recorded(host)
+    unread = {**found, "parts": None, "parts_unread": "/v/bin/hostcheck does not exist"}
+    assert stale_reasons(unread, REPORT) == [
+        "the host state cannot be read: /v/bin/hostcheck does not exist"
     ]
 
 
@@ -543,7 +529,10 @@ def test_cores_without_a_readable_topology_are_the_online_cpus(tmp_path):
 
 
 def test_the_settings_file_is_a_part_of_the_host_state(loader_host):
-    path = loader_host["loader"]
+    """The role names its file to hostcheck (--set dataloader.path), which reads it as a part."""
+    loader_host["spec"]["command"] += ["--set", "dataloader.path=/srv/loader.json"]
+    path = loader_host["root"] / "srv" / "loader.json"
+    tree(loader_host["root"], {"/srv/loader.json": json.dumps(settings())})
     changed = changed_parts(loader_host, lambda: path.write_text(json.dumps(settings())[:-1]))
     assert changed == ["the DataLoader settings file"]
 
