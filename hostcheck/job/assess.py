@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from hostcheck._shared.sizes import format_size
+from hostcheck.job import host_use
 from hostcheck.job.runner import JobRun
 from hostcheck.model import CheckResult, Finding, Status
 
@@ -102,7 +103,11 @@ def rank_entries(run: JobRun) -> list[dict]:
                 "local_world_size": process.get("local_world_size"),
                 "pid": process["pid"],
                 "argv": process.get("argv", []),
-                "loaders": [loader_entry(lo, run.cpu_seconds) for lo in process["loaders"]],
+                "host": host_use.process_entry(process, run.host_use),
+                "loaders": [
+                    {**loader_entry(lo, run.cpu_seconds), **host_use.loader_fields(lo, run)}
+                    for lo in process["loaders"]
+                ],
             }
         )
     return sorted(entries, key=lambda e: (e["rank"] is None, e["rank"] or 0, e["pid"]))
@@ -164,6 +169,7 @@ def ending_check(run: JobRun) -> CheckResult:
                 remedy="raise /dev/shm (role variable shm_size)" if high else "",
             )
         )
+    findings += host_use.findings(run.processes, run.host_use)
     if run.left_behind:
         findings.append(
             Finding(
@@ -280,6 +286,7 @@ def loader_check(
                 f"<= {max_wait:.0%}",
                 display=f"{fraction:.1%} of step time",
                 remedy=_wait_remedy(settings, recommended, loader["worker_cpu_cores"])
+                + host_use.read_hint(loader)
                 if bad
                 else "",
             )

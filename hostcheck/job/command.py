@@ -60,6 +60,8 @@ def _job_table(section: dict):
     from rich import box
     from rich.table import Table
 
+    from hostcheck.job import host_use
+
     table = Table(
         title="DataLoaders the job iterated",
         title_justify="left",
@@ -69,7 +71,7 @@ def _job_table(section: dict):
     )
     ranked = any(entry["rank"] is not None for entry in section["ranks"])
     names = (["rank"] if ranked else []) + ["loader", "w", "pin", "pf", "pers", "bs"]
-    names += ["batches", "samp/s", "wait", "start", "wcpu"]
+    names += ["batches", "samp/s", "wait", "start", "wcpu", "read/s"]
     for name in names:
         table.add_column(
             name,
@@ -95,12 +97,14 @@ def _job_table(section: dict):
                 "-" if fraction is None else f"{fraction:.1%}",
                 f"{lo['startup_s']:.2f}",
                 f"{lo['worker_cpu_cores']:.1f}",
+                host_use.read_rate_cell(lo),
             ]
             table.add_row(*cells)
     table.caption = (
         "w: num_workers; pf: prefetch_factor; pers: persistent_workers; bs: batch_size; "
         "samp/s: samples/s; wait: time blocked in the iterator's next over step time; start: "
-        "seconds waiting for each epoch's first batch; wcpu: cores the workers kept busy"
+        "seconds waiting for each epoch's first batch; wcpu: cores the workers kept busy; "
+        "read/s: bytes the workers read a second (page cache included)"
     )
     table.caption_justify = "left"
     return table
@@ -112,7 +116,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
 
     from hostcheck._shared.sizes import format_size
     from hostcheck.checks.base import RunOptions
-    from hostcheck.job import assess, runner
+    from hostcheck.job import assess, host_use, runner
     from hostcheck.model import Status
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
@@ -158,6 +162,8 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
         )
     if job.shm_peak_bytes is not None:
         console.print(Text(f"/dev/shm peak during the job: {format_size(job.shm_peak_bytes)}"))
+    for line in host_use.console_lines(document["job"]):
+        console.print(Text(line))
     if job.exit_status:
         console.print(Text(f"exit status {job.exit_status}: the job's own"))
     from hostcheck.report.writers import write_report

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import psutil
 
+from hostcheck.job import host_use
+
 INJECT_DIR = str(Path(__file__).parent / "inject")
 SAMPLE_EVERY_S = 0.25
 PR_SET_CHILD_SUBREAPER = 36
@@ -44,6 +46,7 @@ class JobRun:
     forwarded: str | None = None  # a signal hostcheck job received and passed on
     left_behind: list[int] = field(default_factory=list)  # pids stopped after the job ended
     unreadable: list[str] = field(default_factory=list)  # probe files that could not be read
+    host_use: dict[int, host_use.ProcessUse] = field(default_factory=dict)  # pid -> what was seen
 
     @classmethod
     def not_started(cls, command: list[str], outcome: str) -> JobRun:
@@ -105,6 +108,7 @@ class _Watcher:
         self.shm_before = before[0] if before else None
         self.shm_size = before[1] if before else None
         self.shm_peak = 0 if before else None
+        self.host_use = host_use.Sampler()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hostcheck-job-watch", daemon=True)
 
@@ -129,6 +133,7 @@ class _Watcher:
             except psutil.Error:
                 continue
             self.cpu[pid] = times.user + times.system
+        self.host_use.sample(self.known)
         used = _shm_used()
         if used and self.shm_before is not None:
             self.shm_peak = max(self.shm_peak or 0, used[0] - self.shm_before)
@@ -251,4 +256,5 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
         forwarded=signal.Signals(received[0][0]).name if received else None,
         left_behind=left_behind,
         unreadable=unreadable,
+        host_use=watcher.host_use.processes,
     )

@@ -51,6 +51,7 @@ class _Loader:
         "steady_samples",
         "step_s",
         "worker_cpu_s",
+        "worker_io",
         "worker_pids",
     )
 
@@ -71,6 +72,7 @@ class _Loader:
         self.last_batch_at = None
         self.worker_pids: list = []
         self.worker_cpu_s: dict = {}
+        self.worker_io: dict = {}
         self.failure = None
         self.pinned_batches = None
         self.first_pending = False
@@ -112,6 +114,7 @@ class _Loader:
             "last_batch_at": self.last_batch_at,
             "worker_pids": self.worker_pids,
             "worker_cpu_s": self.worker_cpu_s,
+            "worker_io": self.worker_io,
             "failure": self.failure,
             "pinned_batches": self.pinned_batches,
         }
@@ -203,6 +206,17 @@ def _cpu_seconds(pid: int):
         return None
 
 
+def _read_io(pid: int):
+    """[rchar, read_bytes or None] of a process, from /proc (None when unreadable or gone)."""
+    try:
+        with open(f"/proc/{pid}/io") as stream:
+            fields = dict(line.split(": ", 1) for line in stream.read().splitlines())
+        storage = fields.get("read_bytes")
+        return [int(fields["rchar"]), int(storage) if storage is not None else None]
+    except Exception:  # gone, or the interpreter is shutting down
+        return None
+
+
 def _worker_deaths(iterator, exc: BaseException) -> str:
     """' (worker pid N killed by SIGBUS)' for workers a signal ended: PyTorch's message
     does not always say which signal."""
@@ -248,6 +262,9 @@ def _patch(module) -> None:
                     loader.worker_cpu_s[str(worker.pid)] = seconds
                     if worker.pid not in loader.worker_pids:
                         loader.worker_pids.append(worker.pid)
+                reads = _read_io(worker.pid) if worker.pid else None
+                if reads is not None:
+                    loader.worker_io[str(worker.pid)] = reads
         return original_shutdown(self)
 
     def __init__(self, *args, **kwargs):
