@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from hostcheck._shared.sizes import format_size
+from hostcheck.job import gpu_use
 from hostcheck.job.runner import JobRun
 from hostcheck.model import CheckResult, Finding, Status
 
@@ -320,7 +321,12 @@ def loader_check(
     return result
 
 
-def checks(run: JobRun, max_wait: float, recommended: Recommended | None) -> list[CheckResult]:
+def checks(
+    run: JobRun,
+    max_wait: float,
+    recommended: Recommended | None,
+    min_gpu_utilization: float = 0.7,
+) -> list[CheckResult]:
     results = [ending_check(run)]
     if not run.started:
         return results
@@ -343,7 +349,10 @@ def checks(run: JobRun, max_wait: float, recommended: Recommended | None) -> lis
         )
         return results
     alone = len(entries) == 1 and entries[0]["rank"] is None
-    results += [loader_check(e, lo, max_wait, recommended, alone) for e, lo in iterated]
+    loader_results = [loader_check(e, lo, max_wait, recommended, alone) for e, lo in iterated]
+    results += loader_results
+    by_pid = [(e["pid"], result) for (e, _), result in zip(iterated, loader_results)]
+    results.append(gpu_use.check(run.gpu, run.processes, by_pid, min_gpu_utilization))
     return results
 
 
@@ -363,4 +372,5 @@ def job_section(run: JobRun, recommended: Recommended | None) -> dict:
         if recommended is None
         else {"path": recommended.path, "dataloader": recommended.kwargs},
         "ranks": rank_entries(run),
+        "gpu": gpu_use.section(run.gpu, run.processes),
     }

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import psutil
 
+from hostcheck.job import gpu_use
+
 INJECT_DIR = str(Path(__file__).parent / "inject")
 SAMPLE_EVERY_S = 0.25
 PR_SET_CHILD_SUBREAPER = 36
@@ -44,6 +46,7 @@ class JobRun:
     forwarded: str | None = None  # a signal hostcheck job received and passed on
     left_behind: list[int] = field(default_factory=list)  # pids stopped after the job ended
     unreadable: list[str] = field(default_factory=list)  # probe files that could not be read
+    gpu: gpu_use.GpuUse | None = None  # NVML sampled while the job ran
 
     @classmethod
     def not_started(cls, command: list[str], outcome: str) -> JobRun:
@@ -206,6 +209,8 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
             return JobRun.not_started(command, f"not executable: {exc.strerror}")
         watcher = _Watcher(psutil.Process(child.pid), folder)
         watcher.start()
+        gpus = gpu_use.Sampler(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        gpus.start()
         previous = {}
 
         def forward(signum, frame) -> None:
@@ -230,6 +235,7 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         watcher.stop()
+        gpu = gpus.stop(watcher.known)
         left_behind = _stop_left_behind(folder)
         processes, unreadable = _read_probe_files(folder)
     finally:
@@ -251,4 +257,5 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
         forwarded=signal.Signals(received[0][0]).name if received else None,
         left_behind=left_behind,
         unreadable=unreadable,
+        gpu=gpu,
     )
