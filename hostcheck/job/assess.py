@@ -2,8 +2,8 @@
 
 One check for how the job ended (`job`), one per DataLoader of each training process
 (`job-rank<R>-loader<N>`; `job-pid<P>-loader<N>` for a process without a rank), or one
-saying no DataLoader was iterated. Data-wait above the loop check's threshold
-(`checks.loop.max_data_wait`) fails, as in `hostcheck run`.
+saying no DataLoader was iterated, then `job-gpu` (hostcheck.job.gpu_use). Data-wait above
+the loop check's threshold (`checks.loop.max_data_wait`) fails, as in `hostcheck run`.
 """
 
 from __future__ import annotations
@@ -325,7 +325,7 @@ def checks(
     run: JobRun,
     max_wait: float,
     recommended: Recommended | None,
-    min_gpu_utilization: float = 0.7,
+    min_gpu_utilization: float,
 ) -> list[CheckResult]:
     results = [ending_check(run)]
     if not run.started:
