@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """What `hostcheck job` costs the job it measures: the job scripts' own throughput with and
-without it, side by side.
+without it, and with and without its GPU sampling, side by side.
 
 Each job script of tests/jobs/ (the seed article's, the ImageFolder one, the two-rank
-torchrun one) runs bare and under `hostcheck job --report json:...`, alternating (bare then
-job in odd rounds, job then bare in even ones, so drift of the machine cancels). The figure
-is what each script prints itself: its epoch times (the seed article's: its two scenarios),
-as samples/s. Printed: the median of each, the overhead in step time (bare samples/s over
-samples/s under hostcheck job, minus one; goal at most 2 %), each round's, and the CPU
-seconds the whole process tree took with and without (hostcheck job's start-up, watcher,
-probe and report included).
+torchrun one) runs bare, under `hostcheck job --report json:...` with its GPU sampling off,
+and with it on, alternating (the order turns each round, so drift of the machine cancels).
+GPU sampling goes through the sandbox's fake libnvidia-ml.so.1 (tests/sandbox/fake_nvml.c,
+built with gcc): eight busy GPUs for "on"; for "off", one whose driver is not loaded (NVML
+answers nothing, as on a host without GPU). The figure is what each script prints itself:
+its epoch times (the seed article's: its two scenarios), as samples/s. Printed: the median of
+each, the overheads in step time (samples/s without over samples/s with, minus one; goal at
+most 2 %): hostcheck job over bare, and GPU sampling on over off; each round's; and the CPU
+seconds the whole process tree took (hostcheck job's start-up, watcher, GPU sampler, probe and
+report included).
 
     .venv/bin/python benchmarks/job_overhead.py [--rounds 4] [--scripts seed,imagefolder,ddp]
         [--shared]
@@ -34,7 +37,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import isolate
 
+from hostcheck.job import gpu_use
 from tests.jobs import imagefolder_tree, scripts
+from tests.support.fake_libnvml import build_fake_nvml, gcc_missing, write_state
 
 GOAL = 0.02
 # A job whose steps cost nothing: 20,000 batches of one tiny sample a epoch, so what hostcheck
@@ -76,6 +81,58 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+MODES = ("bare", "job", "gpu")  # bare; hostcheck job, GPU sampling off; on
+
+
+def fake_nvml(folder: Path) -> dict[str, dict]:
+    """mode -> the environment's additions: LD_LIBRARY_PATH to a fake NVML, eight busy GPUs
+    for "gpu", a driver not loaded for "job"."""
+    on, off = folder / "nvml-on", folder / "nvml-off"
+    build_fake_nvml(on, gpus=8)
+    build_fake_nvml(off, init_error=9)  # NVML_ERROR_DRIVER_NOT_LOADED
+    state = folder / "nvml-state"
+    busy = {"util": 90, "memory_used": 8 << 30, "pcie_tx": 2000, "pcie_rx": 400000}
+    write_state(state, {index: {**busy, "pids": [1]} for index in range(8)})
+    return {
+        "bare": {},
+        "job": {"LD_LIBRARY_PATH": str(off)},
+        "gpu": {"LD_LIBRARY_PATH": str(on), "FAKE_NVML_STATE": str(state)},
+    }
+
+
+# CPU time of the sampler's rounds over the eight fake GPUs, in a process that loads the fake.
+SAMPLER_CPU = """
+import time, pynvml
+from hostcheck.job import gpu_use
+sampler = gpu_use.Sampler(None)
+pynvml.nvmlInit()
+handles = sampler._open(pynvml)
+began, rounds = time.process_time(), 400
+for _ in range(rounds):
+    for trace, handle in handles:
+        sampler._sample(pynvml, trace, handle)
+print(len(handles), (time.process_time() - began) / rounds)
+"""
+
+
+def sampler_cpu(env: dict) -> str:
+    """One line: the CPU a sample round of the GPU sampler takes, and its share of a core."""
+    done = subprocess.run(
+        [sys.executable, "-c", SAMPLER_CPU],
+        cwd=scripts.REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    gpus, seconds = done.stdout.split()
+    every = gpu_use.SAMPLE_EVERY_S
+    return (
+        f"GPU sampler: {float(seconds) * 1e3:.2f} ms CPU a round of {gpus} GPUs (fake NVML), "
+        f"{float(seconds) / every:.2%} of a core at one round every {every} s"
+    )
+
+
 def run_once(command: list[str], env: dict, report: Path | None) -> tuple[float, float]:
     """(samples/s the script printed, CPU seconds of the process tree)."""
     argv = command
@@ -105,56 +162,68 @@ def main() -> int:
         code = isolate.rerun_isolated()
         if code is not None:
             return code
+    if gcc_missing():
+        raise SystemExit(f"{gcc_missing()}: GPU sampling cannot be measured")
     jobs = commands(args.scripts.split(","))
     print(
         f"{os.cpu_count()} CPUs; CPU share: {isolate.share()}; {args.rounds} rounds, each "
-        "script bare and under hostcheck job, alternating"
+        "script bare, under hostcheck job with GPU sampling off and on (fake NVML, 8 GPUs), "
+        "in turns"
     )
+    width = 7 * args.rounds
     header = (
-        f"{'script':<12} | {'bare sps':>8} {'job sps':>8} | {'overhead':>8} {'us/batch':>8} "
-        f"| {'per round':<{7 * args.rounds}} | {'CPU bare':>8} {'CPU job':>8}"
+        f"{'script':<12} | {'bare sps':>8} {'job sps':>8} {'gpu sps':>8} | {'job/bare':>8} "
+        f"{'us/batch':>8} {'gpu/job':>8} | {'job/bare per round':<{width}} | "
+        f"{'gpu/job per round':<{width}} | {'CPU bare':>8} {'CPU job':>8} {'CPU gpu':>8}"
     )
     print(header)
     print("-" * len(header))
-    worst = None
+    worst = {"job": None, "gpu": None}
     with tempfile.TemporaryDirectory() as folder:
+        additions = fake_nvml(Path(folder))
+        sampler_line = sampler_cpu(additions["gpu"])
         for name, (command, env, step_samples) in jobs.items():
-            bare: list[tuple[float, float]] = []
-            probed: list[tuple[float, float]] = []
+            runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
             for round_ in range(args.rounds):
-                report = Path(folder) / f"{name}-{round_}.json"
-                order = (None, report) if round_ % 2 == 0 else (report, None)
-                for target in order:
-                    (bare if target is None else probed).append(run_once(command, env, target))
-            bare_sps = statistics.median(s for s, _ in bare)
-            job_sps = statistics.median(s for s, _ in probed)
-            overhead = bare_sps / job_sps - 1
-            per_batch_us = (1 / job_sps - 1 / bare_sps) * 1e6 * step_samples
+                turn = round_ % len(MODES)
+                for mode in MODES[turn:] + MODES[:turn]:
+                    report = None if mode == "bare" else Path(folder) / f"{name}-{mode}.json"
+                    runs[mode].append(run_once(command, {**env, **additions[mode]}, report))
+            sps = {mode: statistics.median(s for s, _ in runs[mode]) for mode in MODES}
+            cpu = {mode: statistics.median(c for _, c in runs[mode]) for mode in MODES}
+            overhead = {"job": sps["bare"] / sps["job"] - 1, "gpu": sps["job"] / sps["gpu"] - 1}
+            per_batch_us = (1 / sps["job"] - 1 / sps["bare"]) * 1e6 * step_samples
             if name != "next-only":
-                worst = overhead if worst is None else max(worst, overhead)
-            rounds = " ".join(f"{b / j - 1:+6.1%}" for (b, _), (j, _) in zip(bare, probed))
+                for key, value in overhead.items():
+                    worst[key] = value if worst[key] is None else max(worst[key], value)
+
+            def per_round(without: str, with_: str, runs=runs) -> str:
+                pairs = zip(runs[without], runs[with_])
+                return " ".join(f"{w / x - 1:+6.1%}" for (w, _), (x, _) in pairs)
+
             print(
-                f"{name:<12} | {bare_sps:8.1f} {job_sps:8.1f} | {overhead:+8.1%} "
-                f"{per_batch_us:+8.1f} | {rounds:<{7 * args.rounds}} "
-                f"| {statistics.median(c for _, c in bare):7.2f}s "
-                f"{statistics.median(c for _, c in probed):7.2f}s"
+                f"{name:<12} | {sps['bare']:8.1f} {sps['job']:8.1f} {sps['gpu']:8.1f} | "
+                f"{overhead['job']:+8.1%} {per_batch_us:+8.1f} {overhead['gpu']:+8.1%} | "
+                f"{per_round('bare', 'job'):<{width}} | {per_round('job', 'gpu'):<{width}} | "
+                f"{cpu['bare']:7.2f}s {cpu['job']:7.2f}s {cpu['gpu']:7.2f}s"
             )
-    verdict = (
-        ""
-        if worst is None
-        else (
-            f" the goal is at most {GOAL:.0%} for the training scripts: "
-            f"{'met' if worst <= GOAL else 'NOT met'} (worst {worst:+.1%})."
+    verdict = ""
+    if worst["job"] is not None:
+        verdict = (
+            f" The goal is at most {GOAL:.0%} for the training scripts: "
+            f"{'met' if max(worst.values()) <= GOAL else 'NOT met'} (worst: hostcheck job "
+            f"{worst['job']:+.1%}, GPU sampling {worst['gpu']:+.1%})."
         )
-    )
     print(
-        f"\noverhead: step time under hostcheck job over bare (bare samples/s / job samples/s "
-        f"- 1), medians of {args.rounds} runs each, and as microseconds per batch;{verdict} "
-        "samples/s: what the scripts print (their epoch times); per round: the same from "
-        "each pair of runs (the machine's noise); CPU: user+system seconds of the whole "
-        "process tree of one run (hostcheck job's start-up, watcher, probe and report in "
-        "'job'). next-only: a loop of 60,000 batches that does nothing but next()."
+        "\njob/bare: step time under hostcheck job (GPU sampling off) over bare (bare "
+        "samples/s / job samples/s - 1), also as microseconds per batch; gpu/job: GPU sampling "
+        f"on over off; medians of {args.rounds} runs each.{verdict} samples/s: what the "
+        "scripts print (their epoch times); per round: the same from each round's runs (the "
+        "machine's noise); CPU: user+system seconds of the whole process tree of one run "
+        "(hostcheck job's start-up, watcher, GPU sampler, probe and report in 'job' and "
+        "'gpu'). next-only: a loop of 60,000 batches that does nothing but next()."
     )
+    print(sampler_line)
     return 0
 
 

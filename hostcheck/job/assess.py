@@ -2,8 +2,8 @@
 
 One check for how the job ended (`job`), one per DataLoader of each training process
 (`job-rank<R>-loader<N>`; `job-pid<P>-loader<N>` for a process without a rank), or one
-saying no DataLoader was iterated. Data-wait above the loop check's threshold
-(`checks.loop.max_data_wait`) fails, as in `hostcheck run`.
+saying no DataLoader was iterated, then `job-gpu` (hostcheck.job.gpu_use). Data-wait above
+the loop check's threshold (`checks.loop.max_data_wait`) fails, as in `hostcheck run`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from hostcheck._shared.sizes import format_size
-from hostcheck.job import host_use
+from hostcheck.job import gpu_use, host_use
 from hostcheck.job.runner import JobRun
 from hostcheck.model import CheckResult, Finding, Status
 
@@ -327,7 +327,12 @@ def loader_check(
     return result
 
 
-def checks(run: JobRun, max_wait: float, recommended: Recommended | None) -> list[CheckResult]:
+def checks(
+    run: JobRun,
+    max_wait: float,
+    recommended: Recommended | None,
+    min_gpu_utilization: float,
+) -> list[CheckResult]:
     results = [ending_check(run)]
     if not run.started:
         return results
@@ -350,7 +355,10 @@ def checks(run: JobRun, max_wait: float, recommended: Recommended | None) -> lis
         )
         return results
     alone = len(entries) == 1 and entries[0]["rank"] is None
-    results += [loader_check(e, lo, max_wait, recommended, alone) for e, lo in iterated]
+    loader_results = [loader_check(e, lo, max_wait, recommended, alone) for e, lo in iterated]
+    results += loader_results
+    by_pid = [(e["pid"], result) for (e, _), result in zip(iterated, loader_results)]
+    results.append(gpu_use.check(run.gpu, run.processes, by_pid, min_gpu_utilization))
     return results
 
 
@@ -370,4 +378,5 @@ def job_section(run: JobRun, recommended: Recommended | None) -> dict:
         if recommended is None
         else {"path": recommended.path, "dataloader": recommended.kwargs},
         "ranks": rank_entries(run),
+        "gpu": gpu_use.section(run.gpu, run.processes),
     }

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
 
     from hostcheck._shared.sizes import format_size
     from hostcheck.checks.base import RunOptions
-    from hostcheck.job import assess, host_use, runner
+    from hostcheck.job import assess, gpu_use, host_use, runner
     from hostcheck.model import Status
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
@@ -143,7 +143,8 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
     if found is not None:
         cuda = found.host.device.startswith("cuda")
         recommended = assess.Recommended(found.path, found.kwargs_for(ranks), cuda)
-    results = assess.checks(job, max_wait, recommended)
+    min_gpu = profile.values["job"]["min_gpu_utilization"]
+    results = assess.checks(job, max_wait, recommended, min_gpu)
     fail_on = Status(args.fail_on)
     outcome = outcome_of(results, began, profile, RunOptions())
     verdict_code = outcome.exit_code(fail_on)
@@ -152,6 +153,8 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
     document = build_document(outcome, exit_code, system.read("/etc/os-release"))
     document["job"] = assess.job_section(job, recommended)
     console.print(_job_table(document["job"]))
+    if document["job"]["gpu"] and document["job"]["gpu"]["gpus"]:
+        console.print(gpu_use.table(document["job"]["gpu"]))
     render_table(document, console, verbose=args.verbose)
     if recommended is None:
         console.print(

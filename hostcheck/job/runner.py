@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from hostcheck.job import host_use
+from hostcheck.job import gpu_use, host_use
 
 INJECT_DIR = str(Path(__file__).parent / "inject")
 SAMPLE_EVERY_S = 0.25
@@ -47,6 +47,7 @@ class JobRun:
     left_behind: list[int] = field(default_factory=list)  # pids stopped after the job ended
     unreadable: list[str] = field(default_factory=list)  # probe files that could not be read
     host_use: dict[int, host_use.ProcessUse] = field(default_factory=dict)  # pid -> what was seen
+    gpu: gpu_use.GpuUse | None = None  # NVML sampled while the job ran
 
     @classmethod
     def not_started(cls, command: list[str], outcome: str) -> JobRun:
@@ -211,6 +212,8 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
             return JobRun.not_started(command, f"not executable: {exc.strerror}")
         watcher = _Watcher(psutil.Process(child.pid), folder)
         watcher.start()
+        gpus = gpu_use.Sampler(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        gpus.start()
         previous = {}
 
         def forward(signum, frame) -> None:
@@ -235,6 +238,7 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         watcher.stop()
+        gpu = gpus.stop(watcher.known)
         left_behind = _stop_left_behind(folder)
         processes, unreadable = _read_probe_files(folder)
     finally:
@@ -257,4 +261,5 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
         left_behind=left_behind,
         unreadable=unreadable,
         host_use=watcher.host_use.processes,
+        gpu=gpu,
     )

@@ -2,7 +2,8 @@
 
 Each stands in for one thing the role reads, and only for what it reads:
 - libnvidia-ml.so.1 of a driver: tests/sandbox/fake_nvml.c, built with gcc for one driver
-  version and the CUDA version it supports (pynvml, the real one, loads it);
+  version and the CUDA version it supports (pynvml, the real one, loads it;
+  tests.support.fake_libnvml builds it);
 - a CUDA or CPU build of torch: a `torch` package with __version__, version.cuda and
   backends.cudnn.version(), nothing else;
 - a CUDA toolkit: version.json (11.1 and later) or version.txt (older), no binaries;
@@ -14,13 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
-from tests.sandbox.fleet import CHECKOUT
-
-FAKE_NVML_SOURCE = CHECKOUT / "tests" / "sandbox" / "fake_nvml.c"
 # name -> (driver version, CUDA version as NVML gives it: 1000 * major + 10 * minor, init error)
 DRIVERS = {
     "550": ("550.54.15", 12040, 0),  # CUDA 12.4
@@ -35,36 +31,6 @@ TORCHES = {
     "cpu": ("2.5.1+cpu", None, None),
 }
 CUDNN_HEADER = "#define CUDNN_MAJOR {}\n#define CUDNN_MINOR {}\n#define CUDNN_PATCHLEVEL {}\n"
-
-
-def gcc_missing() -> str | None:
-    return None if shutil.which("gcc") else "gcc is not installed (it builds the fake NVML)"
-
-
-def build_fake_nvml(folder: Path, driver: str, cuda: int, gpus: int = 8, init_error: int = 0):
-    """libnvidia-ml.so.1 in folder, answering with these versions."""
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / "libnvidia-ml.so.1"
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-Wall",
-            "-Werror",
-            "-Wl,-soname,libnvidia-ml.so.1",
-            "-o",
-            str(target),
-            str(FAKE_NVML_SOURCE),
-            f'-DFAKE_NVML_DRIVER="{driver}"',
-            f"-DFAKE_NVML_CUDA={cuda}",
-            f"-DFAKE_NVML_GPUS={gpus}",
-            f"-DFAKE_NVML_INIT_ERROR={init_error}",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return target
 
 
 def torch_files(version: str, cuda: str | None, cudnn: int | None) -> dict[str, str]:

@@ -15,12 +15,11 @@ from tests.integration.ansible import run_playbook
 from tests.integration.cuda_fakes import (
     DRIVERS,
     TORCHES,
-    build_fake_nvml,
-    gcc_missing,
     gpu_host_tree,
     torch_files,
     write_tree,
 )
+from tests.support.fake_libnvml import build_fake_nvml, gcc_missing
 
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/cuda_check.yml"

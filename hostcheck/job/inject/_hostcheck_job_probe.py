@@ -36,6 +36,7 @@ class _Loader:
         "failure",
         "first_iter_at",
         "first_pending",
+        "first_steady_at",
         "index",
         "iterations",
         "last_batch_at",
@@ -69,6 +70,7 @@ class _Loader:
         self.step_s = 0.0
         self.startup_s = 0.0
         self.first_iter_at = None
+        self.first_steady_at = None  # wall-clock start of the first steady batch's step
         self.last_batch_at = None
         self.worker_pids: list = []
         self.worker_cpu_s: dict = {}
@@ -111,6 +113,7 @@ class _Loader:
             "step_s": self.step_s,
             "startup_s": self.startup_s,
             "first_iter_at": self.first_iter_at,
+            "first_steady_at": self.first_steady_at,
             "last_batch_at": self.last_batch_at,
             "worker_pids": self.worker_pids,
             "worker_cpu_s": self.worker_cpu_s,
@@ -322,6 +325,8 @@ def _patch(module) -> None:
                 pinned = getattr(tensor, "is_pinned", None)
                 loader.pinned_batches = bool(pinned()) if pinned is not None else None
         else:
+            if loader.first_steady_at is None:
+                loader.first_steady_at = time.time() - (time.perf_counter() - began)
             loader.open_start = began
             loader.open_wait = ended - began
             loader.open_samples = samples

@@ -101,7 +101,8 @@ def test_fed_job_passes_and_exits_0(tmp_path):
         "--set",
         "loop.max_data_wait=0.3",
     )
-    failing = {c["id"]: c["summary"] for c in document["checks"] if c["status"] != "pass"}
+    checks = [c for c in document["checks"] if c["id"] != "job-gpu"]  # test_gpu_use.py
+    failing = {c["id"]: c["summary"] for c in checks if c["status"] != "pass"}
     assert (code, failing) == (0, {}), err
     (loader,) = loaders(document)
     assert loader["iterations"] == 2 and loader["batches"] == 20

@@ -26,8 +26,6 @@ from tests.integration.cuda_fakes import (
     CUDNN_HEADER,
     DRIVERS,
     TORCHES,
-    build_fake_nvml,
-    gcc_missing,
     gpu_host_tree,
     torch_files,
     write_tree,
@@ -40,6 +38,7 @@ from tests.support.cuda_check import (
     facts,
     settings,
 )
+from tests.support.fake_libnvml import build_fake_nvml, gcc_missing
 
 # ---------------------------------------------------------------- versions
 
