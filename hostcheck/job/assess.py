@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from hostcheck._shared.sizes import format_size
+from hostcheck.job import waits
 from hostcheck.job.runner import JobRun
 from hostcheck.model import CheckResult, Finding, Status
 
@@ -56,7 +57,12 @@ def remedy_for_failure(text: str) -> str:
     return "the job's own error: see its output"
 
 
-def loader_entry(loader: dict, cpu_seconds: dict[int, float]) -> dict:
+def loader_entry(
+    loader: dict,
+    cpu_seconds: dict[int, float],
+    started_at: float | None = None,
+    wait_rules: waits.Rules = waits.DEFAULT_RULES,
+) -> dict:
     """A loader as the report shows it: the probe's sums and what follows from them."""
     steady, step = loader["steady_batches"], loader["step_s"]
     wait = loader["data_wait_s"]
@@ -87,10 +93,11 @@ def loader_entry(loader: dict, cpu_seconds: dict[int, float]) -> dict:
         "worker_cpu_cores": round(worker_cpu / active, 3) if active and worker_cpu else 0.0,
         "worker_pids": list(loader["worker_pids"]),
         "failure": loader["failure"],
+        "waits": waits.loader_waits(loader.get("waits"), started_at, wait_rules),
     }
 
 
-def rank_entries(run: JobRun) -> list[dict]:
+def rank_entries(run: JobRun, wait_rules: waits.Rules = waits.DEFAULT_RULES) -> list[dict]:
     """One entry per probed process that created a DataLoader, ranks first in order."""
     entries = []
     for process in run.processes:
@@ -102,7 +109,10 @@ def rank_entries(run: JobRun) -> list[dict]:
                 "local_world_size": process.get("local_world_size"),
                 "pid": process["pid"],
                 "argv": process.get("argv", []),
-                "loaders": [loader_entry(lo, run.cpu_seconds) for lo in process["loaders"]],
+                "loaders": [
+                    loader_entry(lo, run.cpu_seconds, run.started_at, wait_rules)
+                    for lo in process["loaders"]
+                ],
             }
         )
     return sorted(entries, key=lambda e: (e["rank"] is None, e["rank"] or 0, e["pid"]))
@@ -243,6 +253,7 @@ def loader_check(
     max_wait: float,
     recommended: Recommended | None,
     alone: bool = False,
+    wait_rules: waits.Rules = waits.DEFAULT_RULES,
 ) -> CheckResult:
     settings = loader["settings"]
     findings = []
@@ -284,6 +295,7 @@ def loader_check(
                 else "",
             )
         )
+    findings += waits.stall_findings(loader["waits"], wait_rules)
     findings += _compare(settings, recommended)
     if settings["num_workers"] and not settings["persistent_workers"] and loader["iterations"] > 1:
         findings.append(
@@ -320,11 +332,16 @@ def loader_check(
     return result
 
 
-def checks(run: JobRun, max_wait: float, recommended: Recommended | None) -> list[CheckResult]:
+def checks(
+    run: JobRun,
+    max_wait: float,
+    recommended: Recommended | None,
+    wait_rules: waits.Rules = waits.DEFAULT_RULES,
+) -> list[CheckResult]:
     results = [ending_check(run)]
     if not run.started:
         return results
-    entries = rank_entries(run)
+    entries = rank_entries(run, wait_rules)
     iterated = [(e, lo) for e in entries for lo in e["loaders"] if lo["iterations"]]
     if not iterated:
         created = [lo["created_at"] for e in entries for lo in e["loaders"]]
@@ -343,11 +360,15 @@ def checks(run: JobRun, max_wait: float, recommended: Recommended | None) -> lis
         )
         return results
     alone = len(entries) == 1 and entries[0]["rank"] is None
-    results += [loader_check(e, lo, max_wait, recommended, alone) for e, lo in iterated]
+    results += [loader_check(e, lo, max_wait, recommended, alone, wait_rules) for e, lo in iterated]
+    results += waits.rank_skew_checks(entries, wait_rules)
     return results
 
 
-def job_section(run: JobRun, recommended: Recommended | None) -> dict:
+def job_section(
+    run: JobRun, recommended: Recommended | None, wait_rules: waits.Rules = waits.DEFAULT_RULES
+) -> dict:
+    entries = rank_entries(run, wait_rules)
     return {
         "command": list(run.command),
         "outcome": run.outcome,
@@ -355,6 +376,7 @@ def job_section(run: JobRun, recommended: Recommended | None) -> dict:
         "signal": run.signal,
         "forwarded_signal": run.forwarded,
         "duration_s": round(run.duration_s, 3),
+        "started_at": run.started_at,
         "shm_before_bytes": run.shm_before_bytes,
         "shm_peak_bytes": run.shm_peak_bytes,
         "shm_size_bytes": run.shm_size_bytes,
@@ -362,5 +384,6 @@ def job_section(run: JobRun, recommended: Recommended | None) -> dict:
         "recommendation": None
         if recommended is None
         else {"path": recommended.path, "dataloader": recommended.kwargs},
-        "ranks": rank_entries(run),
+        "ranks": entries,
+        "rank_skew": waits.rank_skew(entries),
     }

@@ -44,6 +44,7 @@ class JobRun:
     forwarded: str | None = None  # a signal hostcheck job received and passed on
     left_behind: list[int] = field(default_factory=list)  # pids stopped after the job ended
     unreadable: list[str] = field(default_factory=list)  # probe files that could not be read
+    started_at: float | None = None  # time.time() when the command was started
 
     @classmethod
     def not_started(cls, command: list[str], outcome: str) -> JobRun:
@@ -200,6 +201,7 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
     _become_subreaper()
     received: list[tuple[int, float]] = []
     try:
+        started_at = time.time()
         try:
             child = subprocess.Popen([executable, *command[1:]], env=_environment(folder))
         except OSError as exc:
@@ -251,4 +253,5 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
         forwarded=signal.Signals(received[0][0]).name if received else None,
         left_behind=left_behind,
         unreadable=unreadable,
+        started_at=started_at,
     )
