@@ -93,7 +93,7 @@ def loader_entry(
         "worker_cpu_cores": round(worker_cpu / active, 3) if active and worker_cpu else 0.0,
         "worker_pids": list(loader["worker_pids"]),
         "failure": loader["failure"],
-        "waits": waits.loader_waits(loader.get("waits"), started_at, wait_rules),
+        "waits": waits.loader_waits(loader, started_at, wait_rules),
     }
 
 

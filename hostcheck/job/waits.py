@@ -78,9 +78,10 @@ def _above_in_bins(bins: dict, threshold_s: float) -> int:
     )
 
 
-def loader_waits(recorded: dict | None, started_at: float | None, rules: Rules) -> dict | None:
-    """A loader's `waits` as the report gives it, from what the probe recorded (None when
-    the probe recorded none: no steady batch)."""
+def loader_waits(loader: dict, started_at: float | None, rules: Rules) -> dict | None:
+    """A loader's `waits` as the report gives it, from what the probe wrote of the loader
+    (None when it recorded no wait: no steady batch, or a probe without them)."""
+    recorded = loader.get("waits")
     if not recorded or not recorded.get("count"):
         return None
     exact = recorded.get("exact_us")
@@ -92,7 +93,11 @@ def loader_waits(recorded: dict | None, started_at: float | None, rules: Rules) 
     else:
         quantile = [bins["counts"], bins["lowest_s"], bins["per_decade"]]
         median, p95 = (binned_percentile(*quantile, q) for q in (0.5, 0.95))
-    threshold = max(rules.stall_factor * median, rules.stall_min_wait_s)
+    steady = loader["steady_batches"]
+    compute = (loader["step_s"] - loader["data_wait_s"]) / steady if steady else 0.0
+    # a stall holds the loop up for longer than a step's own work: shorter hiccups of a busy
+    # machine are not stalls, however far above a median of microseconds
+    threshold = max(rules.stall_factor * median, rules.stall_min_wait_s, compute)
     stalls = [w for w in worst if w["wait_s"] > threshold]
     count = len(stalls)
     if stalls and len(stalls) == len(worst):  # the worst list may not hold them all

@@ -22,12 +22,18 @@ from hostcheck.registry import profile_schema
 RULES = waits.Rules(stall_factor=5, stall_min_wait_s=0.05, max_rank_skew=0.1)
 
 
-def recorded(values: list[float], began=None) -> dict:
-    """What the probe writes for these waits; batch i began at began(i) (perf_counter)."""
+def recorded(values: list[float], began=None, compute_s: float = 0.0) -> dict:
+    """What the probe writes of a loader whose steady batches waited these and computed
+    compute_s each; batch i began at began(i) (perf_counter)."""
     recorder = _Waits()
     for index, wait in enumerate(values):
         recorder.add(wait, began(index) if began else float(index), 1, index + 1)
-    return json.loads(json.dumps(recorder.to_dict()))
+    return {
+        "steady_batches": len(values),
+        "data_wait_s": sum(values),
+        "step_s": sum(values) + compute_s * len(values),
+        "waits": json.loads(json.dumps(recorder.to_dict())),
+    }
 
 
 def test_percentile_interpolates_between_the_nearest_values():
@@ -63,7 +69,8 @@ def test_many_waits_keep_median_and_p95_within_3_percent_in_bounded_memory_and_f
     assert len(recorder.worst) == _Waits.WORST
     text = json.dumps(recorder.to_dict())
     assert len(text) < 6000  # what the probe rewrites every second, whatever the batches
-    result = waits.loader_waits(json.loads(text), None, RULES)
+    loader = {"steady_batches": len(values), "data_wait_s": sum(values), "step_s": sum(values)}
+    result = waits.loader_waits({**loader, "waits": json.loads(text)}, None, RULES)
     ordered = sorted(values)
     assert result["exact"] is False and result["batches"] == 100_000
     assert result["median_s"] == pytest.approx(statistics.median(values), rel=0.03)
@@ -117,9 +124,20 @@ def test_more_stalls_than_the_worst_list_are_counted_and_the_worst_listed(batche
     assert [s["at_s"] for s in result["stalls"]] == sorted(s["at_s"] for s in result["stalls"])
 
 
+def test_a_wait_shorter_than_a_steps_compute_is_no_stall():
+    """Steps of 150 ms: a hiccup of 100 ms (10 times the median) is no stall, 200 ms is."""
+    values = [0.010] * 100
+    values[30], values[60] = 0.1, 0.2
+    result = waits.loader_waits(recorded(values, compute_s=0.15), 0.0, RULES)
+    assert result["stall_threshold_s"] == pytest.approx(0.15)
+    assert [s["batch"] for s in result["stalls"]] == [61]
+
+
 def test_a_loader_without_steady_batches_has_no_waits():
-    assert waits.loader_waits(None, None, RULES) is None
-    assert waits.loader_waits(_Waits().to_dict(), None, RULES) is None
+    empty = {"steady_batches": 0, "data_wait_s": 0.0, "step_s": 0.0}
+    assert waits.loader_waits({**empty, "waits": None}, None, RULES) is None
+    assert waits.loader_waits({**empty, "waits": _Waits().to_dict()}, None, RULES) is None
+    assert waits.loader_waits(empty, None, RULES) is None  # a probe of before the waits
     assert waits.stall_findings(None, RULES) == []
 
 
