@@ -3,7 +3,8 @@ only: the job's Python may not have hostcheck).
 
 When torch.utils.data.dataloader is imported, its iterator's `__next__` is wrapped: the
 time spent inside it is the data-wait, the time from one call to the next on the same
-iterator is the step. Each epoch's first batch is start-up, the others are steady. What a
+iterator is the step. Each epoch's first batch is start-up, the others are steady; each
+steady batch's wait is kept (_Waits: bounded, for hostcheck/job/waits.py). What a
 process measured goes to <HOSTCHECK_JOB_DIR>/proc-<pid>.json (written whole, then renamed),
 at most once a second while batches flow, at the end of each epoch, when the iterator
 raises, and at exit.
@@ -39,6 +40,7 @@ class _Waits:
     EXACT = 4096
     WORST = 32
     LOWEST_S = 1e-6
+    LOG10_LOWEST = -6
     BINS_PER_DECADE = 40
     BINS = 9 * BINS_PER_DECADE  # 1 us to 1000 s
 
@@ -53,8 +55,8 @@ class _Waits:
     def _bin(self, wait: float) -> int:
         if wait <= self.LOWEST_S:
             return 0
-        index = int(math.log10(wait / self.LOWEST_S) * self.BINS_PER_DECADE)
-        return min(index, self.BINS - 1)
+        index = int((math.log10(wait) - self.LOG10_LOWEST) * self.BINS_PER_DECADE)
+        return index if index < self.BINS else self.BINS - 1
 
     def add(self, wait: float, began: float, iteration: int, batch: int) -> None:
         self.count += 1

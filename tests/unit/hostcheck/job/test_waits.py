@@ -78,6 +78,20 @@ def test_many_waits_keep_median_and_p95_within_3_percent_in_bounded_memory_and_f
     assert result["worst_s"] == round(ordered[-1], 6)
 
 
+def test_the_bins_run_from_1_us_to_1000_s_40_a_decade():
+    recorder = _Waits()
+    assert 10**_Waits.LOG10_LOWEST == _Waits.LOWEST_S
+    assert [recorder._bin(s) for s in (1e-7, 1e-6, 1.1e-6, 1e-3, 1.0, 999.0, 1e4)] == [
+        0,
+        0,
+        1,
+        120,
+        240,
+        359,
+        359,
+    ]
+
+
 def test_the_exact_list_stops_at_its_limit():
     recorder = _Waits()
     for index in range(_Waits.EXACT - 1):
