@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from hostcheck._shared.sizes import format_size
-from hostcheck.job import gpu_use, host_use
+from hostcheck.job import gpu_use, host_use, waits
 from hostcheck.job.runner import JobRun
 from hostcheck.model import CheckResult, Finding, Status
 
@@ -57,7 +57,12 @@ def remedy_for_failure(text: str) -> str:
     return "the job's own error: see its output"
 
 
-def loader_entry(loader: dict, cpu_seconds: dict[int, float]) -> dict:
+def loader_entry(
+    loader: dict,
+    cpu_seconds: dict[int, float],
+    started_at: float | None = None,
+    wait_rules: waits.Rules = waits.DEFAULT_RULES,
+) -> dict:
     """A loader as the report shows it: the probe's sums and what follows from them."""
     steady, step = loader["steady_batches"], loader["step_s"]
     wait = loader["data_wait_s"]
@@ -88,10 +93,11 @@ def loader_entry(loader: dict, cpu_seconds: dict[int, float]) -> dict:
         "worker_cpu_cores": round(worker_cpu / active, 3) if active and worker_cpu else 0.0,
         "worker_pids": list(loader["worker_pids"]),
         "failure": loader["failure"],
+        "waits": waits.loader_waits(loader, started_at, wait_rules),
     }
 
 
-def rank_entries(run: JobRun) -> list[dict]:
+def rank_entries(run: JobRun, wait_rules: waits.Rules = waits.DEFAULT_RULES) -> list[dict]:
     """One entry per probed process that created a DataLoader, ranks first in order."""
     entries = []
     for process in run.processes:
@@ -105,7 +111,10 @@ def rank_entries(run: JobRun) -> list[dict]:
                 "argv": process.get("argv", []),
                 "host": host_use.process_entry(process, run.host_use),
                 "loaders": [
-                    {**loader_entry(lo, run.cpu_seconds), **host_use.loader_fields(lo, run)}
+                    {
+                        **loader_entry(lo, run.cpu_seconds, run.started_at, wait_rules),
+                        **host_use.loader_fields(lo, run),
+                    }
                     for lo in process["loaders"]
                 ],
             }
@@ -249,6 +258,7 @@ def loader_check(
     max_wait: float,
     recommended: Recommended | None,
     alone: bool = False,
+    wait_rules: waits.Rules = waits.DEFAULT_RULES,
 ) -> CheckResult:
     settings = loader["settings"]
     findings = []
@@ -291,6 +301,7 @@ def loader_check(
                 else "",
             )
         )
+    findings += waits.stall_findings(loader["waits"], wait_rules)
     findings += _compare(settings, recommended)
     if settings["num_workers"] and not settings["persistent_workers"] and loader["iterations"] > 1:
         findings.append(
@@ -332,11 +343,12 @@ def checks(
     max_wait: float,
     recommended: Recommended | None,
     min_gpu_utilization: float,
+    wait_rules: waits.Rules = waits.DEFAULT_RULES,
 ) -> list[CheckResult]:
     results = [ending_check(run)]
     if not run.started:
         return results
-    entries = rank_entries(run)
+    entries = rank_entries(run, wait_rules)
     iterated = [(e, lo) for e in entries for lo in e["loaders"] if lo["iterations"]]
     if not iterated:
         created = [lo["created_at"] for e in entries for lo in e["loaders"]]
@@ -355,14 +367,20 @@ def checks(
         )
         return results
     alone = len(entries) == 1 and entries[0]["rank"] is None
-    loader_results = [loader_check(e, lo, max_wait, recommended, alone) for e, lo in iterated]
+    loader_results = [
+        loader_check(e, lo, max_wait, recommended, alone, wait_rules) for e, lo in iterated
+    ]
     results += loader_results
+    results += waits.rank_skew_checks(entries, wait_rules)
     by_pid = [(e["pid"], result) for (e, _), result in zip(iterated, loader_results)]
     results.append(gpu_use.check(run.gpu, run.processes, by_pid, min_gpu_utilization))
     return results
 
 
-def job_section(run: JobRun, recommended: Recommended | None) -> dict:
+def job_section(
+    run: JobRun, recommended: Recommended | None, wait_rules: waits.Rules = waits.DEFAULT_RULES
+) -> dict:
+    entries = rank_entries(run, wait_rules)
     return {
         "command": list(run.command),
         "outcome": run.outcome,
@@ -370,6 +388,7 @@ def job_section(run: JobRun, recommended: Recommended | None) -> dict:
         "signal": run.signal,
         "forwarded_signal": run.forwarded,
         "duration_s": round(run.duration_s, 3),
+        "started_at": run.started_at,
         "shm_before_bytes": run.shm_before_bytes,
         "shm_peak_bytes": run.shm_peak_bytes,
         "shm_size_bytes": run.shm_size_bytes,
@@ -377,6 +396,7 @@ def job_section(run: JobRun, recommended: Recommended | None) -> dict:
         "recommendation": None
         if recommended is None
         else {"path": recommended.path, "dataloader": recommended.kwargs},
-        "ranks": rank_entries(run),
+        "ranks": entries,
+        "rank_skew": waits.rank_skew(entries),
         "gpu": gpu_use.section(run.gpu, run.processes),
     }

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
 
     from hostcheck._shared.sizes import format_size
     from hostcheck.checks.base import RunOptions
-    from hostcheck.job import assess, gpu_use, host_use, runner
+    from hostcheck.job import assess, gpu_use, host_use, runner, waits
     from hostcheck.model import Status
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
@@ -133,6 +133,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
     targets = check_targets(args.report)
     profile = load_profile(args)
     max_wait = profile.section("loop")["max_data_wait"]
+    wait_rules = waits.Rules.from_profile(profile.values)
     found = _settings_file(args.settings, usage_error)
     to_stdout = any(path == "-" for _, path in targets)
     console = Console(stderr=to_stdout, highlight=False)
@@ -144,15 +145,17 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
         cuda = found.host.device.startswith("cuda")
         recommended = assess.Recommended(found.path, found.kwargs_for(ranks), cuda)
     min_gpu = profile.values["job"]["min_gpu_utilization"]
-    results = assess.checks(job, max_wait, recommended, min_gpu)
+    results = assess.checks(job, max_wait, recommended, min_gpu, wait_rules)
     fail_on = Status(args.fail_on)
     outcome = outcome_of(results, began, profile, RunOptions())
     verdict_code = outcome.exit_code(fail_on)
     exit_code = job.exit_status if job.exit_status else verdict_code
     system = System()
     document = build_document(outcome, exit_code, system.read("/etc/os-release"))
-    document["job"] = assess.job_section(job, recommended)
+    document["job"] = assess.job_section(job, recommended, wait_rules)
     console.print(_job_table(document["job"]))
+    if any(lo["waits"] for entry in document["job"]["ranks"] for lo in entry["loaders"]):
+        console.print(waits.wait_table(document["job"], wait_rules))
     if document["job"]["gpu"] and document["job"]["gpu"]["gpus"]:
         console.print(gpu_use.table(document["job"]["gpu"]))
     render_table(document, console, verbose=args.verbose)

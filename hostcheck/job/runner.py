@@ -48,6 +48,7 @@ class JobRun:
     unreadable: list[str] = field(default_factory=list)  # probe files that could not be read
     host_use: dict[int, host_use.ProcessUse] = field(default_factory=dict)  # pid -> what was seen
     gpu: gpu_use.GpuUse | None = None  # NVML sampled while the job ran
+    started_at: float | None = None  # time.time() when the command was started
 
     @classmethod
     def not_started(cls, command: list[str], outcome: str) -> JobRun:
@@ -206,6 +207,7 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
     _become_subreaper()
     received: list[tuple[int, float]] = []
     try:
+        started_at = time.time()
         try:
             child = subprocess.Popen([executable, *command[1:]], env=_environment(folder))
         except OSError as exc:
@@ -262,4 +264,5 @@ def run(command: list[str], stop_grace_s: float = 10.0) -> JobRun:
         unreadable=unreadable,
         host_use=watcher.host_use.processes,
         gpu=gpu,
+        started_at=started_at,
     )

@@ -14,10 +14,10 @@ description:
     the hostcheck systemd units and the timer's state.
   - Asks the hostcheck in the venv for the host state a run of O(read.command) depends on,
     one digest per part (C(parts), `hostcheck run ... --host-state`, which runs no check);
-    the parts are the command line, the profile as it resolves, hostcheck's installation, and what its
-    checks read of the host (mounts, /etc/fstab, limits, PAM, sysctl files and values, CPU
-    governors, memory, the NVIDIA driver, the DataLoader settings file...). Reading it costs
-    a fraction of a second, where hostcheck's checks cost seconds.
+    the parts are the command line, the profile as it resolves, hostcheck's installation,
+    and what its checks read of the host (mounts, /etc/fstab, limits, PAM, sysctl files and
+    values, CPU governors, memory, the NVIDIA driver, the DataLoader settings file). Reading
+    it costs a fraction of a second, where hostcheck's checks cost seconds.
   - With O(read.dataloader_path), reads the DataLoader settings file `hostcheck loop --sweep
     --write` keeps there, asks the hostcheck in the venv whether it is valid and stands for
     this host (the rules training code reads it by), and reads what the workload is judged by

@@ -3,7 +3,8 @@ only: the job's Python may not have hostcheck).
 
 When torch.utils.data.dataloader is imported, its iterator's `__next__` is wrapped: the
 time spent inside it is the data-wait, the time from one call to the next on the same
-iterator is the step. Each epoch's first batch is start-up, the others are steady. What a
+iterator is the step. Each epoch's first batch is start-up, the others are steady; each
+steady batch's wait is kept (_Waits: bounded, for hostcheck/job/waits.py). What a
 process measured goes to <HOSTCHECK_JOB_DIR>/proc-<pid>.json (written whole, then renamed),
 at most once a second while batches flow, at the end of each epoch, when the iterator
 raises, and at exit.
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import heapq
 import importlib.abc
 import importlib.machinery
 import json
+import math
 import os
 import sys
 import time
@@ -24,6 +27,74 @@ MODULE = "torch.utils.data.dataloader"
 FLUSH_EVERY_S = 1.0
 
 _state: dict = {"folder": None, "loaders": [], "last_flush": 0.0, "started": time.time()}
+# perf_counter() + this = time.time(): the waits' times are written as wall-clock times
+_WALL_MINUS_PERF = time.time() - time.perf_counter()
+
+
+class _Waits:
+    """Every steady batch's wait, in bounded memory: the first EXACT waits as integer
+    microseconds, then all of them as counts in log-spaced bins (BINS_PER_DECADE a decade
+    from LOWEST_S: a percentile read from them is within 3 %); and always the WORST waits
+    with when they began (perf_counter), their iteration and batch in it."""
+
+    EXACT = 4096
+    WORST = 32
+    LOWEST_S = 1e-6
+    LOG10_LOWEST = -6
+    BINS_PER_DECADE = 40
+    BINS = 9 * BINS_PER_DECADE  # 1 us to 1000 s
+
+    __slots__ = ("bins", "count", "exact", "worst")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.exact: list | None = []
+        self.bins: list | None = None
+        self.worst: list = []  # a heap of (wait, began, iteration, batch)
+
+    def _bin(self, wait: float) -> int:
+        if wait <= self.LOWEST_S:
+            return 0
+        index = int((math.log10(wait) - self.LOG10_LOWEST) * self.BINS_PER_DECADE)
+        return index if index < self.BINS else self.BINS - 1
+
+    def add(self, wait: float, began: float, iteration: int, batch: int) -> None:
+        self.count += 1
+        if self.exact is not None:
+            self.exact.append(int(wait * 1e6))
+            if len(self.exact) >= self.EXACT:
+                self.bins = [0] * self.BINS
+                for micros in self.exact:
+                    self.bins[self._bin(micros / 1e6)] += 1
+                self.exact = None
+        else:
+            self.bins[self._bin(wait)] += 1
+        if len(self.worst) < self.WORST:
+            heapq.heappush(self.worst, (wait, began, iteration, batch))
+        elif wait > self.worst[0][0]:
+            heapq.heapreplace(self.worst, (wait, began, iteration, batch))
+
+    def to_dict(self) -> dict:
+        return {
+            "count": self.count,
+            "exact_us": self.exact,
+            "bins": None
+            if self.bins is None
+            else {
+                "lowest_s": self.LOWEST_S,
+                "per_decade": self.BINS_PER_DECADE,
+                "counts": self.bins,
+            },
+            "worst": [
+                {
+                    "wait_s": round(wait, 6),
+                    "at": round(began + _WALL_MINUS_PERF, 4),
+                    "iteration": iteration,
+                    "batch": batch,
+                }
+                for wait, began, iteration, batch in sorted(self.worst, reverse=True)
+            ],
+        }
 
 
 class _Loader:
@@ -38,8 +109,10 @@ class _Loader:
         "first_pending",
         "first_steady_at",
         "index",
+        "iteration_start",
         "iterations",
         "last_batch_at",
+        "open_batch",
         "open_samples",
         "open_start",
         "open_wait",
@@ -51,6 +124,7 @@ class _Loader:
         "steady_batches",
         "steady_samples",
         "step_s",
+        "waits",
         "worker_cpu_s",
         "worker_io",
         "worker_pids",
@@ -81,9 +155,13 @@ class _Loader:
         self.open_start = None  # the steady batch whose step is still running
         self.open_wait = 0.0
         self.open_samples = 0
+        self.open_batch = 0
+        self.iteration_start = 0  # batches before this iteration
+        self.waits = _Waits()
 
     def begin_iteration(self) -> None:
         self.iterations += 1
+        self.iteration_start = self.batches
         self.first_pending = True
         self.open_start = None
         if self.first_iter_at is None:
@@ -96,6 +174,8 @@ class _Loader:
             self.steady_samples += self.open_samples
             self.data_wait_s += self.open_wait
             self.step_s += now - self.open_start
+            batch = self.open_batch - self.iteration_start
+            self.waits.add(self.open_wait, self.open_start, self.iterations, batch)
             self.open_start = None
 
     def to_dict(self) -> dict:
@@ -120,6 +200,7 @@ class _Loader:
             "worker_io": self.worker_io,
             "failure": self.failure,
             "pinned_batches": self.pinned_batches,
+            "waits": self.waits.to_dict(),
         }
 
 
@@ -330,6 +411,7 @@ def _patch(module) -> None:
             loader.open_start = began
             loader.open_wait = ended - began
             loader.open_samples = samples
+            loader.open_batch = loader.batches
         if ended - _state["last_flush"] > FLUSH_EVERY_S:
             flush()
         return batch
