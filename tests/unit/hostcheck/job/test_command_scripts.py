@@ -368,7 +368,7 @@ def test_ddp_with_hostcheck_settings_shares_the_host_between_ranks(tmp_path):
     the other's compute and the split is not what a model of one process predicts.
 
     The starvation is by construction: a busy machine stretches the step's compute (the
-    suite's load took it to 6 times its CPU time), never the sleeps below it. With
+    suite's load took it to 7 times its CPU time), never the sleeps below it. With
     ddp_train.py's defaults (5 ms samples, 160 ms a batch of 32) the step's 130 ms of CPU
     left a 20 % margin that load closed: on a loaded two-core machine the job was fed and
     passed (see DDP_STARVED)."""
