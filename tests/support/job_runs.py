@@ -13,6 +13,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.support.loop_point import raise_share
+
 LOADER = textwrap.dedent(
     """
     import os, sys, time
@@ -37,8 +39,13 @@ def job_argv(report: Path, *options: str) -> list[str]:
     return [sys.executable, "-m", "hostcheck", "job", "--report", f"json:{report}", *options]
 
 
-def hostcheck_job(tmp_path: Path, script: str, *options: str, env=None, timeout=120):
-    """Run the script under hostcheck job; (exit code, report document or None, stderr)."""
+def hostcheck_job(
+    tmp_path: Path, script: str, *options: str, env=None, timeout=120, isolated=False
+):
+    """Run the script under hostcheck job; (exit code, report document or None, stderr).
+    isolated: in a session of its own with a larger CPU share, as tests/jobs/isolated.py
+    runs the measured jobs (for a test whose verdict depends on the job getting the CPU
+    when it asks: other test modules and sandbox fleets share this machine's cores)."""
     path = tmp_path / "train.py"
     path.write_text(LOADER + textwrap.dedent(script))
     report = tmp_path / "report.json"
@@ -49,6 +56,8 @@ def hostcheck_job(tmp_path: Path, script: str, *options: str, env=None, timeout=
         timeout=timeout,
         cwd=tmp_path,
         env={**_without_settings_variable(), **(env or {})},
+        start_new_session=isolated,
+        preexec_fn=raise_share if isolated else None,
     )
     document = json.loads(report.read_text()) if report.exists() else None
     return completed.returncode, document, completed.stderr

@@ -84,30 +84,37 @@ def test_waiting_job_fails_with_data_wait_near_the_arithmetic(tmp_path):
 
 
 def test_fed_job_passes_and_exits_0(tmp_path):
-    """Two workers make a batch in 2 ms, the step takes 150 ms: no wait but the hand-over.
-    The threshold is raised to 30 %: on a loaded two-core machine a worker or the hand-over
-    may wait tens of milliseconds for a core, still far below the step."""
+    """Two workers make a batch in 2 ms, the step sleeps 300 ms: the training process waits
+    only for the hand-over of batches already made, and passes the default profile's 5 %.
+
+    A hand-over is some eight round trips between the training process and a worker (each
+    of a batch's two tensors comes as a file descriptor over a new authenticated connection
+    to the worker), each waiting for a CPU: the hand-over is the job's share of the CPU, not
+    its data. Beside three busy processes in its session a 50 ms step waited 31 to 49 %
+    (hand-overs of 25 to 45 ms); in a session of its own with a larger share (isolated, as
+    the job-script tests run) 4 to 5 % with the same load, and under 1 % with a 300 ms step.
+    The step is a sleep, which load cannot shorten: the check fails only when hand-overs
+    average 16 ms."""
     code, document, err = hostcheck_job(
         tmp_path,
         """
-        loader = DataLoader(Slow(4 * 10, 0.0005), batch_size=4, num_workers=2,
+        loader = DataLoader(Slow(4 * 6, 0.0005), batch_size=4, num_workers=2,
                             persistent_workers=True)
         for epoch in range(2):
             for x, y in loader:
-                time.sleep(0.15)
+                time.sleep(0.3)
         """,
         "--settings",
         str(write_settings(tmp_path, num_workers=2)),
-        "--set",
-        "loop.max_data_wait=0.3",
+        isolated=True,
     )
     checks = [c for c in document["checks"] if c["id"] != "job-gpu"]  # test_gpu_use.py
     failing = {c["id"]: c["summary"] for c in checks if c["status"] != "pass"}
     assert (code, failing) == (0, {}), err
     (loader,) = loaders(document)
-    assert loader["iterations"] == 2 and loader["batches"] == 20
-    assert loader["steady_batches"] == 18
-    assert loader["data_wait_fraction"] < 0.3
+    assert loader["iterations"] == 2 and loader["batches"] == 12
+    assert loader["steady_batches"] == 10
+    assert loader["data_wait_fraction"] < 0.05
     assert loader["settings"]["persistent_workers"] is True
     assert len(loader["worker_pids"]) == 2  # persistent: the same two workers both epochs
     assert document["verdict"] == "pass"

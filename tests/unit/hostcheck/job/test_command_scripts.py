@@ -54,6 +54,9 @@ SPOILED_PRESSURE = 0.5
 # The seed article's experiment: 1024 samples of 5 ms, batch 64.
 SEED_COST_S, SEED_BATCH = 0.005, 64
 DDP_COST_S, DDP_BATCH = 0.005, 32  # ddp_train.py's defaults: --sample-ms 5, --batch-size 32
+# ddp_train.py with one worker a rank that cannot keep up: 800 ms of sleeping samples a batch
+# against about 35 ms of step compute, 4 batches a rank and epoch
+DDP_STARVED = {"samples": 64, "batch-size": 8, "sample-ms": 100}
 
 
 def run_job(command: list[str], report: Path, env: dict) -> tuple[dict, int, str]:
@@ -193,33 +196,13 @@ def loader_checks(document: dict) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-MAX_DATA_WAIT = 0.05  # the default profile's loop.max_data_wait
-
-
-def assert_completed(document: dict, code: int, stderr: str, waits_beyond_limit=True) -> None:
-    """The job ended well; the verdict and exit code follow the loaders' data-wait. Where a
-    loader's wait depends on how busy the machine is (waits_beyond_limit=None), each loader's
-    check must match its own figure and the verdict the checks."""
+def assert_completed(document: dict, code: int, stderr: str) -> None:
     job = document["job"]
     assert (job["outcome"], job["exit_status"], job["signal"]) == ("completed", 0, None), stderr
-    statuses = {c["id"]: c["status"] for c in document["checks"]}
-    assert statuses.pop("job") == "pass"
-    statuses.pop("job-gpu")  # no GPU here, or one these jobs leave idle: test_gpu_use.py
-    statuses.pop("job-rank-skew", None)  # the ranks against each other: test_waits_jobs.py
-    if waits_beyond_limit is None:
-        beyond = {
-            f"{rank['rank']}/{loader['index']}": loader["data_wait_fraction"] > MAX_DATA_WAIT
-            for rank, loader in loaders_of(document)
-        }
-        assert sorted(s == "fail" for s in statuses.values()) == sorted(beyond.values()), (
-            statuses,
-            beyond,
-        )
-        waits_beyond_limit = any(beyond.values())
-    # the job succeeded either way: a loader waiting beyond the limit fails the verdict and
-    # the exit code, as in `hostcheck run`
-    expected = ("fail", 1) if waits_beyond_limit else ("pass", 0)
-    assert (document["verdict"], code) == expected, stderr
+    assert {c["id"]: c["status"] for c in document["checks"]}["job"] == "pass"
+    # every loader here waits for data far beyond the default profile's 5 %: the verdict
+    # fails and so does the exit code, while the job itself succeeded
+    assert (document["verdict"], code) == ("fail", 1), stderr
 
 
 # ------------------------------------------------------------------ the seed article
@@ -344,15 +327,21 @@ def test_cpu_torchvision_empties_the_registrations_only_without_ops():
 # ------------------------------------------------------------------ torchrun, two ranks
 
 
-def check_ranks(document: dict, settings: dict) -> None:
+def check_ranks(document: dict, settings: dict, samples: int = 1024, batch: int = DDP_BATCH):
+    """Two ranks of `samples` (DistributedSampler: half a rank) in batches of `batch`, two
+    epochs, each rank with one loader of `settings`."""
     ranks = document["job"]["ranks"]
     assert [(r["rank"], r["local_rank"], r["world_size"]) for r in ranks] == [(0, 0, 2), (1, 1, 2)]
+    per_epoch = samples // 2 // batch
     for rank in ranks:
         (loader,) = rank["loaders"]
         assert loader["settings"] == settings
-        # 1024 samples, 512 a rank (DistributedSampler), 16 batches of 32, two epochs
-        assert (loader["iterations"], loader["batches"], loader["samples"]) == (2, 32, 1024)
-        assert loader["steady_batches"] == 30 and loader["failure"] is None
+        assert (loader["iterations"], loader["batches"], loader["samples"]) == (
+            2,
+            2 * per_epoch,
+            samples,
+        )
+        assert loader["steady_batches"] == 2 * (per_epoch - 1) and loader["failure"] is None
 
 
 def test_ddp_two_ranks_each_as_the_arithmetic_says(tmp_path):
@@ -372,18 +361,32 @@ def test_ddp_two_ranks_each_as_the_arithmetic_says(tmp_path):
 
 def test_ddp_with_hostcheck_settings_shares_the_host_between_ranks(tmp_path):
     """--hostcheck-settings with a file measured for one rank with two workers: each of the
-    two ranks (LOCAL_WORLD_SIZE=2) gets the host's budget shared, one worker. Data-wait is
-    not compared here: with workers, a rank's step includes waiting in the all-reduce for the
-    other rank's batch, so one rank's data-wait shows as the other's compute and the split
-    between ranks is not what a model of one process predicts."""
+    two ranks (LOCAL_WORLD_SIZE=2) gets the host's budget shared, one worker. That worker
+    cannot feed its rank: its samples sleep 100 ms, 800 ms a batch of 8, against a step of
+    about 35 ms of one core. Both ranks wait for data beyond the default 5 %, the job fails
+    the verdict. Data-wait is not compared with the arithmetic here: a rank's step includes
+    waiting in the all-reduce for the other rank's batch, so one rank's data-wait shows as
+    the other's compute and the split is not what a model of one process predicts.
+
+    The starvation is by construction: a busy machine stretches the step's compute (the
+    suite's load took it to 7 times its CPU time), never the sleeps below it. With
+    ddp_train.py's defaults (5 ms samples, 160 ms a batch of 32) the step's 130 ms of CPU
+    left a 20 % margin that load closed: on a loaded two-core machine the job was fed and
+    passed (see DDP_STARVED)."""
     path = settings_file(tmp_path / "dataloader.json", workers=2, ranks=1)
     kwargs = dataloader.settings(2, path=path)
     assert kwargs["num_workers"] == 1
     env = environment({dataloader.ENV_VAR: str(path)})
+    flags = [f"--{name}={value}" for name, value in DDP_STARVED.items()]
     document, code, stderr = run_job(
-        ddp_command("--hostcheck-settings"), tmp_path / "ddp.json", env
+        ddp_command("--hostcheck-settings", *flags), tmp_path / "ddp.json", env
     )
-    # one worker of 160 ms a batch against a step whose compute a busy machine stretches:
-    # whether the wait passes 5 % depends on the load, the verdict's consistency does not
-    assert_completed(document, code, stderr, waits_beyond_limit=None)
-    check_ranks(document, expected_settings(kwargs, DDP_BATCH))
+    waits = [
+        f"rank {rank['rank']}: data-wait {lo['data_wait_fraction']}, compute "
+        f"{lo['compute_s_per_batch']} s a batch"
+        for rank, lo in loaders_of(document)
+    ]
+    assert loader_checks(document) == [("rank0", "fail"), ("rank1", "fail")], waits
+    assert_completed(document, code, stderr)
+    samples, batch = DDP_STARVED["samples"], DDP_STARVED["batch-size"]
+    check_ranks(document, expected_settings(kwargs, batch), samples, batch)
