@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from hostcheck._shared.sizes import format_size
-from hostcheck.job import gpu_use, host_use, waits
+from hostcheck.job import compare, gpu_use, host_use, waits
 from hostcheck.job.runner import JobRun
 from hostcheck.model import CheckResult, Finding, Status
 
@@ -94,6 +94,7 @@ def loader_entry(
         "worker_pids": list(loader["worker_pids"]),
         "failure": loader["failure"],
         "waits": waits.loader_waits(loader, started_at, wait_rules),
+        "throughput": compare.throughput(loader.get("throughput")),
     }
 
 

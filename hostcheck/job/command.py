@@ -1,6 +1,7 @@
 """`hostcheck job -- COMMAND ...`: run a training job unchanged and say whether it waits for
 data, with the settings each DataLoader used and how they compare with this host's
-measured setting (hostcheck.dataloader).
+measured setting (hostcheck.dataloader). With --compare OLD.json, the run beside an earlier
+report (hostcheck.job.compare).
 
 Exit status: the job's own when it did not succeed (127: command not found, 126: cannot
 run, 128+N: ended by signal N); when it succeeded, hostcheck's: 0 nothing failed, 1 a
@@ -39,6 +40,13 @@ def add_parser(commands: argparse._SubParsersAction, profile_options, report_opt
         help="ranks per node the recommendation is scaled to (default: the job's "
         "LOCAL_WORLD_SIZE, else 1)",
     )
+    job.add_argument(
+        "--compare",
+        metavar="OLD.json",
+        help="an earlier hostcheck job --report json: report: print this run beside it, per "
+        "loader (data-wait, samples/s, wait per batch, GPU utilization, the settings that "
+        "changed) and whether the change helped beyond the runs' noise",
+    )
     report_option(job, "json:PATH, junit:PATH or prom:PATH")
     fail_on(job, "status")
     job.add_argument("-v", "--verbose", action="store_true", help="show every finding")
@@ -53,6 +61,18 @@ def _settings_file(path: str | None, usage_error):
     try:
         return dataloader.load(path)
     except dataloader.SettingsFileError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def _earlier_report(path: str | None, usage_error) -> dict | None:
+    """The report --compare names, None without it; a bad one is a usage error."""
+    from hostcheck.job import compare
+
+    if path is None:
+        return None
+    try:
+        return compare.load(path)
+    except compare.CompareFileError as exc:
         raise usage_error(str(exc)) from None
 
 
@@ -116,7 +136,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
 
     from hostcheck._shared.sizes import format_size
     from hostcheck.checks.base import RunOptions
-    from hostcheck.job import assess, gpu_use, host_use, runner, waits
+    from hostcheck.job import assess, compare, gpu_use, host_use, runner, waits
     from hostcheck.model import Status
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
@@ -135,6 +155,7 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
     max_wait = profile.section("loop")["max_data_wait"]
     wait_rules = waits.Rules.from_profile(profile.values)
     found = _settings_file(args.settings, usage_error)
+    earlier = _earlier_report(args.compare, usage_error)
     to_stdout = any(path == "-" for _, path in targets)
     console = Console(stderr=to_stdout, highlight=False)
     began = time.time()
@@ -168,6 +189,9 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
         )
     if job.shm_peak_bytes is not None:
         console.print(Text(f"/dev/shm peak during the job: {format_size(job.shm_peak_bytes)}"))
+    if earlier is not None:
+        document["job"]["comparison"] = compare.comparison(earlier, document, args.compare)
+        console.print(compare.table(document["job"]["comparison"]))
     for line in host_use.console_lines(document["job"]):
         console.print(Text(line))
     if job.exit_status:

@@ -97,6 +97,40 @@ class _Waits:
         }
 
 
+class _Windows:
+    """The steady batches' samples and step seconds in windows of about WINDOW_S of step
+    time each, for the throughput's noise (hostcheck/job/compare.py): at most MOST windows;
+    when full, neighbours merge in pairs and windows become twice as long."""
+
+    WINDOW_S = 1.0
+    MOST = 256
+
+    __slots__ = ("closed", "length_s", "samples", "step_s")
+
+    def __init__(self) -> None:
+        self.length_s = self.WINDOW_S
+        self.closed: list = []  # [samples, step seconds]
+        self.samples = 0
+        self.step_s = 0.0
+
+    def add(self, samples: int, step: float) -> None:
+        self.samples += samples
+        self.step_s += step
+        if self.step_s >= self.length_s:
+            self.closed.append([self.samples, self.step_s])
+            self.samples, self.step_s = 0, 0.0
+            if len(self.closed) >= self.MOST:
+                pairs = zip(self.closed[0::2], self.closed[1::2])
+                self.closed = [[a[0] + b[0], a[1] + b[1]] for a, b in pairs]
+                self.length_s *= 2
+
+    def to_dict(self) -> dict:
+        windows = [[samples, round(step, 6)] for samples, step in self.closed]
+        if self.step_s >= self.length_s / 2:  # the running window, when long enough to count
+            windows.append([self.samples, round(self.step_s, 6)])
+        return {"window_s": self.length_s, "windows": windows}
+
+
 class _Loader:
     """What one DataLoader did, over all its iterations."""
 
@@ -124,6 +158,7 @@ class _Loader:
         "steady_batches",
         "steady_samples",
         "step_s",
+        "throughput",
         "waits",
         "worker_cpu_s",
         "worker_io",
@@ -158,6 +193,7 @@ class _Loader:
         self.open_batch = 0
         self.iteration_start = 0  # batches before this iteration
         self.waits = _Waits()
+        self.throughput = _Windows()
 
     def begin_iteration(self) -> None:
         self.iterations += 1
@@ -174,6 +210,7 @@ class _Loader:
             self.steady_samples += self.open_samples
             self.data_wait_s += self.open_wait
             self.step_s += now - self.open_start
+            self.throughput.add(self.open_samples, now - self.open_start)
             batch = self.open_batch - self.iteration_start
             self.waits.add(self.open_wait, self.open_start, self.iterations, batch)
             self.open_start = None
@@ -201,6 +238,7 @@ class _Loader:
             "failure": self.failure,
             "pinned_batches": self.pinned_batches,
             "waits": self.waits.to_dict(),
+            "throughput": self.throughput.to_dict(),
         }
 
 
