@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from hostcheck.job import compare
+from hostcheck.job.inject import _hostcheck_job_probe as probe
 from tests.support.job_runs import LOADER, job_argv
 from tests.support.loop_point import raise_share
 
@@ -196,3 +197,25 @@ def test_bad_old_report_stops_before_the_job_runs(tmp_path):
     assert completed.returncode == 2
     assert not (tmp_path / "ran").exists() and not (tmp_path / "report.json").exists()
     assert str(bad) in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
+
+
+def test_a_report_without_windows_is_shown_but_not_judged():
+    """A report of an earlier hostcheck, before loaders had `throughput`."""
+    old = _loader(1, 0)
+    del old["throughput"]
+    (entry,) = compare.comparison(_report(old), _report(_loader(1, 2)), "o")["loaders"]
+    assert (entry["verdict"], entry["noise_margin"]) == ("no noise estimate", None)
+    assert entry["old"]["samples_per_s"] == 100.0 and entry["old"]["windows"] == 0
+
+
+def test_the_probes_windows_stay_bounded_and_keep_every_sample():
+    windows = probe._Windows()
+    for _ in range(1000):  # 500 s of steps
+        windows.add(10, 0.5)  # two batches a window at first
+    recorded = windows.to_dict()
+    # 500 s of steps: 256 windows of 1 s merge into 128 of 2 s, then 122 more of 2 s
+    assert (recorded["window_s"], len(recorded["windows"])) == (2.0, 250)
+    assert sum(samples for samples, _ in recorded["windows"]) == 10 * 1000
+    assert sum(step for _, step in recorded["windows"]) == pytest.approx(500.0)
+    flow = compare.throughput(recorded)
+    assert (flow["samples_per_s_mean"], flow["samples_per_s_stderr"]) == (20.0, 0.0)
