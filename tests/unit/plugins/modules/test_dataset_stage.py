@@ -218,7 +218,9 @@ def test_verify_all_finds_corruption_that_keeps_size_and_mtime(tmp_path, dataset
     victim = tmp_path / "dest" / "train/deep/er/part-002.bin"
     info = victim.stat()
     with open(victim, "r+b") as handle:
-        handle.write(b"X")
+        first = handle.read(1)
+        handle.seek(0)
+        handle.write(bytes([first[0] ^ 0xFF]))  # another byte, whatever the random data holds
     os.utime(victim, ns=(info.st_atime_ns, info.st_mtime_ns))
 
     trusting = ds.stage(options(tmp_path))
