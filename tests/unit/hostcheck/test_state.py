@@ -10,37 +10,14 @@ import sys
 
 import pytest
 
-from tests.support.host_state import host_state, site_packages
+from tests.support.host_state import HOST as SUPPORT_HOST
+from tests.support.host_state import MOUNTINFO, host_state, site_packages, tree
 
-MOUNTINFO = (
-    "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
-    "30 22 0:26 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,size=65536k\n"
-    "40 22 0:40 / /run/user/0 rw,nosuid,nodev shared:9 - tmpfs tmpfs rw,size=1000k,mode=700\n"
-)
 HOST = {
-    "/proc/self/mountinfo": MOUNTINFO,
-    "/proc/sys/kernel/random/boot_id": "0b1c\n",
-    "/proc/sys/vm/swappiness": "10\n",
+    **SUPPORT_HOST,
     "/proc/sys/kernel/pid_max": "4194304\n",
-    "/proc/sys/net/ipv4/tcp_rmem": "4096\t131072\t16777216\n",
-    "/proc/meminfo": "MemTotal:       16384000 kB\nMemFree:         1000 kB\n",
-    "/proc/swaps": "Filename\tType\tSize\tUsed\tPriority\n/swap.img file 1048572 0 -2\n",
-    "/etc/fstab": "tmpfs /dev/shm tmpfs size=64m 0 0\n",
-    "/etc/security/limits.d/90-hostcheck-training.conf": "* soft nofile 65536\n",
-    "/etc/sysctl.d/90-hostcheck-training.conf": "vm.swappiness = 10\n",
-    "/etc/systemd/system.conf.d/90-hostcheck-training.conf": "[Manager]\n",
-    "/etc/pam.d/sshd": "session required pam_limits.so\n",
-    "/etc/passwd": "root:x:0:0::/root:/bin/bash\n",
-    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "performance\n",
     "/etc/hostcheck/dataloader.json": "{}\n",
 }
-
-
-def tree(root, files: dict) -> None:
-    for path, text in files.items():
-        target = root / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
 
 
 @pytest.fixture
