@@ -94,6 +94,7 @@ def test_a_job_pinned_to_one_cpu_with_4_workers_is_flagged(tmp_path):
         for x, y in loader:
             time.sleep(0.15)
         """,
+        isolated=True,  # its 4 workers share one CPU: busy tests elsewhere must not starve it
     )
     assert code == 0, err  # a warning does not fail the job
     cpu = int((tmp_path / "cpu.txt").read_text())
