@@ -44,7 +44,12 @@ def sources() -> dict[str, str]:
             raise SystemExit(f"fastjsonschema {fastjsonschema.VERSION}: unexpected code layout")
         code = code.replace(IMPORT, IMPORT.replace("fastjsonschema", "hostcheck.compiled"))
         files[f"{name}.py"] = header + code
-    files["digest.py"] = f'{header}SCHEMA_DIGEST = "{schema_digest(schema)}"\n'
+    literal = pprint.pformat(schema, width=100, sort_dicts=False)
+    files["digest.py"] = (
+        f'{header}SCHEMA_DIGEST = "{schema_digest(schema)}"\n\n'
+        "# The schema itself, for `hostcheck run --host-state` (which imports no check).\n"
+        f"SCHEMA = {literal}\n"
+    )
     files["profiles.py"] = PROFILES_HEADER + profiles_source()
     return files
 

@@ -89,10 +89,15 @@ def loader_assignments(args: argparse.Namespace) -> list[str]:
     return [f"shm.loader.{key}={value}" for key, value in pairs.items() if value is not None]
 
 
-def load(args: argparse.Namespace, extra: Sequence[str] = ()) -> Profile:
-    from hostcheck.registry import profile_schema
+def load(
+    args: argparse.Namespace, extra: Sequence[str] = (), schema: dict | None = None
+) -> Profile:
+    """The profile the options name; against `schema`, or the one the checks declare."""
+    if schema is None:
+        from hostcheck.registry import profile_schema
 
-    return load_profile(args.profile, profile_schema(), args.config, [*extra, *args.assignments])
+        schema = profile_schema()
+    return load_profile(args.profile, schema, args.config, [*extra, *args.assignments])
 
 
 def report_targets(

@@ -73,14 +73,34 @@ def run_options(args: argparse.Namespace):
 
 def host_state_of(args: argparse.Namespace, argv: list[str], system) -> dict[str, str]:
     """What `hostcheck run ARGV` depends on (--host-state), one digest per part."""
+    from hostcheck.compiled.digest import SCHEMA
     from hostcheck.state import host_state
 
-    profile = load(args, loader_assignments(args))
+    profile = load(args, loader_assignments(args), SCHEMA)
     command_line = [arg for arg in argv if arg != "--host-state"]
     return host_state(profile, run_options(args), command_line, system)
 
 
+def _refuse_unknown_checks(args: argparse.Namespace, known) -> None:
+    unknown = [c for c in args.checks or () if c not in known]
+    if unknown:
+        raise UsageError(f"--check {unknown[0]}: no such check (known: {', '.join(known)})")
+
+
+def _print_host_state(args: argparse.Namespace) -> int:
+    import json
+
+    from hostcheck.compiled.digest import SCHEMA
+    from hostcheck.system import System
+
+    _refuse_unknown_checks(args, SCHEMA["properties"]["checks"]["properties"])
+    print(json.dumps(host_state_of(args, sys.argv[1:], System()), indent=1, sort_keys=True))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.host_state:
+        return _print_host_state(args)
     from hostcheck.model import Status
     from hostcheck.registry import CHECKS
     from hostcheck.report.document import build_document
@@ -88,15 +108,8 @@ def run(args: argparse.Namespace) -> int:
     from hostcheck.runner import run_checks
     from hostcheck.system import System
 
-    unknown = [c for c in args.checks or () if c not in CHECKS]
-    if unknown:
-        raise UsageError(f"--check {unknown[0]}: no such check (known: {', '.join(CHECKS)})")
+    _refuse_unknown_checks(args, CHECKS)
     system = System()
-    if args.host_state:
-        import json
-
-        print(json.dumps(host_state_of(args, sys.argv[1:], system), indent=1, sort_keys=True))
-        return 0
     targets = report_targets(args.report)
     schedule = _schedule(args.schedule) if args.schedule else None
     profile = load(args, loader_assignments(args))
