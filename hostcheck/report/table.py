@@ -44,10 +44,12 @@ def render_table(document: dict, console: Console, verbose: bool = False) -> Non
     to_fix = [c for c in document["checks"] if c["remedy"] and c["status"] in ("warn", "fail")]
     if to_fix:
         console.print(Text("to fix:", style="bold"))
+        first_with: dict[str, str] = {}
         for check in to_fix:
-            console.print(
-                Text.assemble("  ", (check["id"], STYLE[check["status"]]), f": {check['remedy']}")
-            )
+            remedy = check["remedy"]
+            shown = f"as {first_with[remedy]} above" if remedy in first_with else remedy
+            first_with.setdefault(remedy, check["id"])
+            console.print(Text.assemble("  ", (check["id"], STYLE[check["status"]]), f": {shown}"))
     counts = document["counts"]
     summary = ", ".join(f"{counts[s]} {s}" for s in ("pass", "warn", "fail", "skip", "error"))
     verdict = document["verdict"]

@@ -179,6 +179,21 @@ def test_table_text(document):
     assert _table(document, verbose=True) == verbose
 
 
+def test_a_remedy_two_checks_share_is_written_out_once(document):
+    """hostcheck job's GPU check, when data loading starves the GPU, has the loader's remedy."""
+    loader = {**document["checks"][0], "id": "job-loader1", "remedy": "raise num_workers"}
+    gpu = {**loader, "id": "job-gpu"}
+    other = {**loader, "id": "job-loader2", "remedy": "lower batch_size"}
+    document["checks"] = [loader, gpu, other]
+    lines = _table(document).splitlines()
+    start = lines.index("to fix:")
+    assert lines[start + 1 : start + 4] == [
+        "  job-loader1: raise num_workers",
+        "  job-gpu: as job-loader1 above",
+        "  job-loader2: lower batch_size",
+    ]
+
+
 def test_table_header_is_bold_on_a_terminal(document):
     lines = _table(document, force_terminal=True, color_system="standard").splitlines()
     bold = "\x1b[1m \x1b[0m\x1b[1m{}\x1b[0m\x1b[1m \x1b[0m"
