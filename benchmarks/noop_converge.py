@@ -10,7 +10,9 @@ time). Then site.yml runs again
 (ansible-playbook and its ssh clients) per host, and tasks per host (ok + skipped, from the
 json callback). The best run counts. With --against REF the roles of git revision REF (a
 worktree under .cache/bench/) run on the same fleet in turn with this checkout's, so the ratio
-is measured side by side.
+is measured side by side. Each revision's turn starts with a run that is not counted
+("(settle)"): the other revision's hostcheck role left its own record of the host state, which
+this one does not take for its own, so the first run after a switch runs hostcheck again.
 
 The projection to --project hosts at --forks is benchmarks/fleet_cost.py's.
 """
@@ -92,8 +94,13 @@ def main() -> int:
             fleet.up(size)
             first = converge(fleet, CHECKOUT_CONTROLLER, min(args.forks, args.first_forks))
             print(row(size, "(first)", first), flush=True)
+            last = "this"
             for _ in range(args.repeats):
                 for name, controller in controllers.items():
+                    if name != last:
+                        settle = converge(fleet, controller, args.forks)
+                        print(row(size, "(settle)", settle), flush=True)
+                        last = name
                     run = converge(fleet, controller, args.forks)
                     print(row(size, name, run), flush=True)
                     kept = best.get((size, name))
