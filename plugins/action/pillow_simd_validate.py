@@ -16,7 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from typing import ClassVar
 
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,
@@ -193,9 +195,12 @@ def host_values(venv: str, host: str, avx2: str, kind: str, flags: list[str]) ->
 
 class ActionModule(RoleAction):
     ROLE = "pillow_simd"
+    INTERNAL: ClassVar[dict] = {"number_ranges": {"type": "dict", "required": True}}
     SWITCHED_OFF = "PIL in {pillow_simd_venv} left as it is"
 
     def validate(self) -> dict:
+        ranges = self.arg("number_ranges")
+        numbers_in_range({name: self.arg(name) for name in ranges}, ranges)
         venv = self.arg("pillow_simd_venv")
         avx2 = avx2_choice(
             venv,

@@ -211,7 +211,10 @@ def read_probe(out: dict, venv: str, host: str) -> dict:
 
 class ActionModule(Validation):
     VERIFIES = True
-    INTERNAL: ClassVar[dict] = {"probe_run": {"type": "dict", "default": {}}}
+    INTERNAL: ClassVar[dict] = {
+        **Validation.INTERNAL,
+        "probe_run": {"type": "dict", "default": {}},
+    }
     READING = INTERNAL
 
     def verify(self, values: dict) -> list[str]:

@@ -28,6 +28,7 @@ import re
 from typing import ClassVar
 
 import jinja2
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     ROLES,
     Invalid,
@@ -388,6 +389,7 @@ class ActionModule(RoleAction):
     # The role's own names (vars/main.yml): where it keeps its boot files, the controller's
     # kernel (lookups on the controller) and the ansible_managed line of its templates.
     INTERNAL: ClassVar[dict] = {
+        "number_ranges": {"type": "dict", "required": True},
         "unit_dir": {"type": "path", "required": True},
         "governor_unit": {"type": "str", "required": True},
         "thp_unit": {"type": "str", "required": True},
@@ -402,6 +404,8 @@ class ActionModule(RoleAction):
     REUSE = False
 
     def validate(self) -> dict:
+        ranges = self.arg("number_ranges")
+        numbers_in_range({name: self.arg(name) for name in ranges}, ranges)
         governor = self.arg("sysctl_tuning_cpu_governor")
         thp_modes = {
             "enabled": self.arg("sysctl_tuning_thp_enabled"),

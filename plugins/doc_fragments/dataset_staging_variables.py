@@ -83,4 +83,10 @@ options:
     description: Where hot copies go.
     type: str
     default: /dev/shm/datasets
+  dataset_staging_package_lock_timeout:
+    description: Seconds to wait, before installing packages, for another process (apt-daily,
+      unattended-upgrades, dnf-makecache) to release the package manager's locks; then the
+      play fails naming the holder.
+    type: int
+    default: 600
 """

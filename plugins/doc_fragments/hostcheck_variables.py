@@ -157,4 +157,10 @@ options:
       it does not measure again.
     type: raw
     default: 2
+  hostcheck_package_lock_timeout:
+    description: Seconds to wait, before installing packages, for another process (apt-daily,
+      unattended-upgrades, dnf-makecache) to release the package manager's locks; then the
+      play fails naming the holder.
+    type: int
+    default: 600
 """

@@ -104,4 +104,10 @@ options:
     description: Fail the host when a reboot is needed and not done.
     type: bool
     default: false
+  nvidia_driver_package_lock_timeout:
+    description: Seconds to wait, before installing packages, for another process (apt-daily,
+      unattended-upgrades, dnf-makecache) to release the package manager's locks; then the
+      play fails naming the holder.
+    type: int
+    default: 600
 """

@@ -42,4 +42,10 @@ options:
       venv, and the verify message says when they were not run.
     type: bool
     default: false
+  pillow_simd_package_lock_timeout:
+    description: Seconds to wait, before installing packages, for another process (apt-daily,
+      unattended-upgrades, dnf-makecache) to release the package manager's locks; then the
+      play fails naming the holder.
+    type: int
+    default: 600
 """

@@ -5,6 +5,11 @@
 class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
+  number_ranges:
+    description: The range of each numeric variable, C([lowest, highest, unit])
+      (C(__sysctl_tuning_number_ranges) of the role's vars/main.yml).
+    type: dict
+    required: true
   unit_dir:
     description: Where the role writes its systemd units (C(__sysctl_tuning_unit_dir) of its
       vars/main.yml).

@@ -52,4 +52,10 @@ options:
     description: RHEL family, the tuned profile the role's profile includes ("" for none).
     type: str
     default: throughput-performance
+  sysctl_tuning_package_lock_timeout:
+    description: Seconds to wait, before installing packages, for another process (apt-daily,
+      unattended-upgrades, dnf-makecache) to release the package manager's locks; then the
+      play fails naming the holder.
+    type: int
+    default: 600
 """

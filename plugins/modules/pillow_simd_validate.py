@@ -20,6 +20,7 @@ description:
     run through I(validated), without reading the host again.
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.pillow_simd_variables
+  - hostcheck.gpu_hosts.pillow_simd_constants
   - hostcheck.gpu_hosts.role_action
 author: hostcheck maintainers (@hostcheck)
 """

@@ -20,6 +20,7 @@ description:
     (the message says why).
 extends_documentation_fragment:
   - hostcheck.gpu_hosts.pillow_simd_variables
+  - hostcheck.gpu_hosts.pillow_simd_constants
   - hostcheck.gpu_hosts.role_action
 options:
   probe_run:

@@ -68,9 +68,8 @@ def test_reboot_timeout_out_of_range_is_named(value):
 
 def test_reboot_timeout_in_range_passes():
     for value in (30, 86400, "900"):
-        assert check_numbers({"nvidia_driver_reboot_timeout": value}, RANGES) == {
-            "nvidia_driver_reboot_timeout": int(value)
-        }
+        numbers = check_numbers({**DEFAULTS, "nvidia_driver_reboot_timeout": value}, RANGES)
+        assert numbers["nvidia_driver_reboot_timeout"] == int(value)
 
 
 # ---------------------------------------------------------------- together and per OS

@@ -27,6 +27,7 @@ def test_the_action_validates_once_and_gives_the_same_values_again(tmp_path):
         "hostcheck_dataloader_step_ms": 100,
         "hostcheck_dataloader_ranks_per_node": 0,
         "hostcheck_dataloader_max_workers": 0,
+        "hostcheck_package_lock_timeout": 600,
     }
     # this machine's OS packages for the venv (Debian or EL)
     assert "__hostcheck_os_packages" in first["values"]["os_vars"]

@@ -1,0 +1,13 @@
+# The pillow_simd role's own constants (its vars/main.yml) as options of its actions:
+# the INTERNAL spec of plugins/action/pillow_simd_validate.py.
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  number_ranges:
+    description: The range of each numeric variable, C([lowest, highest, unit])
+      (C(__pillow_simd_number_ranges) of the role's vars/main.yml).
+    type: dict
+    required: true
+"""
