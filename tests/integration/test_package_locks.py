@@ -1,0 +1,119 @@
+"""A package manager busy when a converge starts, on a sandbox host: another process holds
+dpkg's lock (as apt-daily or unattended-upgrades do after boot), or a killed dpkg left a package
+unpacked but not configured. The roles' package steps (here the hostcheck role's own task
+file, tests/integration/playbooks/package_lock.yml) wait for the lock and go on, fail after
+their timeout naming the lock and its holder, and finish the interrupted install first.
+Each scenario reads the host's package database afterwards, not Ansible's recap alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.ansible import run_playbook
+
+pytestmark = pytest.mark.integration
+PLAYBOOK = "tests/integration/playbooks/package_lock.yml"
+WAIT_TASK = (
+    "hostcheck : Wait for other installs to let go of the package manager (apt-daily, "
+    "dnf-makecache)"
+)
+HOLDER_UNIT = "fake-apt-daily"
+# Holds dpkg's frontend lock as apt does (fcntl), for the seconds given.
+HOLD = (
+    "import fcntl, sys, time; lock = open('/var/lib/dpkg/lock-frontend', 'w'); "
+    "fcntl.lockf(lock, fcntl.LOCK_EX); time.sleep(float(sys.argv[1]))"
+)
+
+
+@pytest.fixture(scope="module")
+def host(fleet, hosts):
+    (debian,) = [h for h in hosts if h.os == "debian12"][:1]
+    return debian
+
+
+def run(fleet, host, packages: list[str], timeout: int):
+    return run_playbook(
+        fleet,
+        PLAYBOOK,
+        {"lock_test_packages": packages, "lock_test_timeout": timeout},
+        limit=host.name,
+        timeout=600,
+    )
+
+
+def status(fleet, host, package: str) -> str:
+    """dpkg's three status letters of the package ("ii " installed), or "" when unknown."""
+    done = fleet.ssh(host, f"dpkg-query -W -f='${{db:Status-Abbrev}}' {package} 2>/dev/null")
+    return done.stdout
+
+
+def hold_lock(fleet, host, seconds: float) -> None:
+    """A systemd service of the host holds the lock, as apt-daily.service would."""
+    command = (
+        f'systemd-run --unit={HOLDER_UNIT} --collect /usr/bin/python3 -c "{HOLD}" {seconds}'
+        " && inode=$(stat -c %i /var/lib/dpkg/lock-frontend)"
+        ' && for i in $(seq 50); do grep -q ":$inode " /proc/locks && exit 0; sleep 0.1; done;'
+        " exit 1"
+    )
+    done = fleet.ssh(host, command)
+    assert done.returncode == 0, done.stderr
+
+
+def remove(fleet, host, *packages: str) -> None:
+    fleet.ssh(
+        host, f"systemctl stop {HOLDER_UNIT} 2>/dev/null; apt-get -y -q purge {' '.join(packages)}"
+    )
+
+
+def test_a_lock_released_within_the_timeout_is_waited_for(fleet, host):
+    remove(fleet, host, "hello")
+    hold_lock(fleet, host, 20)  # the playbook's start and facts come first: seconds, loaded
+    done = run(fleet, host, ["hello"], timeout=300)
+    assert done.returncode == 0, done.failure_text(host.name)
+    waited = done.task_results(WAIT_TASK)[host.name]
+    assert waited["waited_s"] > 0, waited
+    (holder,) = waited["holders"]
+    assert holder["lock"] == "/var/lib/dpkg/lock-frontend"
+    assert holder["unit"] == f"{HOLDER_UNIT}.service"
+    assert holder["command"].startswith("/usr/bin/python3 -c import fcntl")
+    assert status(fleet, host, "hello") == "ii "
+
+
+def test_a_lock_held_past_the_timeout_fails_naming_its_holder(fleet, host):
+    remove(fleet, host, "hello")
+    hold_lock(fleet, host, 300)
+    try:
+        done = run(fleet, host, ["hello"], timeout=3)
+        assert done.returncode != 0
+        (message,) = [m for m in done.messages(host.name) if "lock" in m]
+        pid = done.task_results(WAIT_TASK)[host.name]["holders"][0]["pid"]
+        assert message.startswith(
+            f"the apt lock /var/lib/dpkg/lock-frontend is still held by process {pid} "
+            "(/usr/bin/python3 -c import fcntl"
+        )
+        assert f"of {HOLDER_UNIT}.service after 3 s" in message
+        assert f"systemctl stop {HOLDER_UNIT}.service" in message
+        assert status(fleet, host, "hello") in ("", "un ")  # nothing installed
+    finally:
+        fleet.ssh(host, f"systemctl stop {HOLDER_UNIT}")
+
+
+def test_a_package_dpkg_left_unconfigured_is_configured_first(fleet, host):
+    """dpkg killed between unpacking and configuring leaves "iU"; every later apt run would
+    stop with "dpkg was interrupted". The wait task runs dpkg --configure -a, then apt goes on."""
+    remove(fleet, host, "hello", "figlet")
+    unpacked = fleet.ssh(
+        host,
+        "ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1 || apt-get update -q; "
+        "cd /tmp && apt-get download -q hello && dpkg --unpack /tmp/hello_*.deb",
+    )
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert status(fleet, host, "hello") == "iU "
+    done = run(fleet, host, ["figlet"], timeout=60)
+    assert done.returncode == 0, done.failure_text(host.name)
+    result = done.task_results(WAIT_TASK)[host.name]
+    assert result["changed"] is True and result["repaired"] == ["hello"]
+    assert status(fleet, host, "hello") == "ii "
+    assert status(fleet, host, "figlet") == "ii "
+    again = run(fleet, host, ["figlet"], timeout=60)
+    assert again.returncode == 0 and again.changed(host.name) == 0
