@@ -117,3 +117,58 @@ def test_a_package_dpkg_left_unconfigured_is_configured_first(fleet, host):
     assert status(fleet, host, "figlet") == "ii "
     again = run(fleet, host, ["figlet"], timeout=60)
     assert again.returncode == 0 and again.changed(host.name) == 0
+
+
+# ------------------------------------------------------------------ dnf (a Rocky 9 look-alike)
+
+DNF_HOLDER_UNIT = "fake-dnf-makecache"
+
+
+@pytest.fixture(scope="module")
+def rocky(make_fleet):
+    sandbox = make_fleet("package-locks", hosts=1, os_kinds="rocky9")
+    (host,) = sandbox.hosts()
+    return sandbox, host
+
+
+def hold_dnf_lock(fleet, host, seconds: float) -> None:
+    """A service writes its pid into dnf's rpmdb lock file and lives on, as dnf does."""
+    command = (
+        f"systemd-run --unit={DNF_HOLDER_UNIT} --collect /bin/sh -c "
+        f"'echo $$$$ > /var/lib/dnf/rpmdb_lock.pid; exec sleep {seconds}'"  # systemd reads $$ as $
+        " && for i in $(seq 50); do test -s /var/lib/dnf/rpmdb_lock.pid && exit 0; sleep 0.1;"
+        " done; exit 1"
+    )
+    done = fleet.ssh(host, f"mkdir -p /var/lib/dnf && {command}")
+    assert done.returncode == 0, done.stderr
+
+
+def rpm_installed(fleet, host, package: str) -> bool:
+    return fleet.ssh(host, f"rpm -q {package}").returncode == 0
+
+
+def test_dnf_lock_waited_for_then_held_past_the_timeout(rocky):
+    fleet, host = rocky
+    fleet.ssh(host, "rpm -e --nodeps python3-packaging")
+    assert not rpm_installed(fleet, host, "python3-packaging")
+
+    hold_dnf_lock(fleet, host, 300)
+    try:
+        held = run(fleet, host, ["python3-packaging"], timeout=3)
+        assert held.returncode != 0
+        (message,) = [m for m in held.messages(host.name) if "lock" in m]
+        pid = held.task_results(WAIT_TASK)[host.name]["holders"][0]["pid"]
+        assert message.startswith(
+            f"the dnf lock /var/lib/dnf/rpmdb_lock.pid is still held by process {pid} (sleep 300)"
+            f" of {DNF_HOLDER_UNIT}.service after 3 s"
+        )
+        assert not rpm_installed(fleet, host, "python3-packaging")
+    finally:
+        fleet.ssh(host, f"systemctl stop {DNF_HOLDER_UNIT}")
+
+    hold_dnf_lock(fleet, host, 20)
+    done = run(fleet, host, ["python3-packaging"], timeout=300)
+    assert done.returncode == 0, done.failure_text(host.name)
+    waited = done.task_results(WAIT_TASK)[host.name]
+    assert waited["waited_s"] > 0 and waited["holders"][0]["unit"] == f"{DNF_HOLDER_UNIT}.service"
+    assert rpm_installed(fleet, host, "python3-packaging")
