@@ -211,11 +211,8 @@ def read_probe(out: dict, venv: str, host: str) -> dict:
 
 class ActionModule(Validation):
     VERIFIES = True
-    INTERNAL: ClassVar[dict] = {
-        **Validation.INTERNAL,
-        "probe_run": {"type": "dict", "default": {}},
-    }
-    READING = INTERNAL
+    READING: ClassVar[dict] = {"probe_run": {"type": "dict", "default": {}}}
+    INTERNAL: ClassVar[dict] = {**Validation.INTERNAL, **READING}
 
     def verify(self, values: dict) -> list[str]:
         if values["skip_reason"]:
