@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from hostcheck import __version__, interrupt
+from hostcheck import __version__, interrupt, root_runs
 from hostcheck.commands import catalog, fleet, loop, run
 from hostcheck.commands.common import (
     EXIT_USAGE,
@@ -76,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupt.install()
     try:
         args = build_parser().parse_args(argv)
+        root_runs.warn_if_others_can_change(args.command)
         code = COMMANDS[args.command](args)
         interrupt.raise_if_received()
         return code

@@ -87,6 +87,8 @@ options:
     default: /var/lib/hostcheck
   hostcheck_timer_enabled:
     description: Install a systemd timer that runs hostcheck and writes a Prometheus textfile.
+      The timer runs hostcheck as root, so hostcheck_venv must then be writable by root alone
+      (refused otherwise, before any change).
     type: bool
     default: false
   hostcheck_timer_schedule:

@@ -101,11 +101,36 @@ def venv_problems(venv, program="bin/hostcheck"):
     return venv_problems_chains(venv, program) + tree_problems(venv)
 
 
-def startup_problems(venv, program="bin/hostcheck", package="hostcheck"):
+def program_problems(program, venv=None):
+    """Why root should not run this program on a schedule, for a role deciding before it
+    installs anything: with a venv (given, or the folder above the program's when it has a
+    pyvenv.cfg) the full walk of the venv; otherwise the program's chain and that of the
+    interpreter its first line names. A path that does not exist yet is judged by the nearest
+    folder above it that does: the role creates the rest as root."""
+    if venv is None:
+        above = os.path.dirname(os.path.dirname(program))
+        venv = above if os.path.isfile(os.path.join(above, "pyvenv.cfg")) else None
+    if venv is not None:
+        if not os.path.lexists(venv):
+            return chain_problems(_nearest_existing(venv))
+        relative = os.path.relpath(program, venv)
+        return venv_problems(venv, relative)
+    if not os.path.lexists(program):
+        return chain_problems(_nearest_existing(program))
+    problems = chain_problems(program)
+    interpreter = _shebang(program)
+    if interpreter:
+        problems += [p for p in chain_problems(interpreter) if p not in problems]
+    return problems
+
+
+def startup_problems(venv, program="bin/hostcheck", package_dir=None):
     """The quick part of venv_problems, for a command root runs often (Slurm's health check):
     the chains of the venv, its interpreter and the program, each site-packages folder and
     what the interpreter runs at every start there (.pth files, sitecustomize, usercustomize),
-    and the package's own tree. What the full walk adds: the other packages' files."""
+    and the package's own tree (package_dir: where it was imported from, an editable install's
+    checkout; default site-packages/hostcheck). What the full walk adds: the other packages'
+    files."""
     problems = venv_problems_chains(venv, program)
     for site in _site_packages(venv):
         for name in sorted(os.listdir(site)):
@@ -114,9 +139,12 @@ def startup_problems(venv, program="bin/hostcheck", package="hostcheck"):
                 problem = entry_problem(path, os.lstat(path), sticky_ok=False)
                 if problem:
                     problems.append(problem)
-        own = os.path.join(site, package)
-        if os.path.isdir(own):
+        own = os.path.join(site, "hostcheck")
+        if package_dir is None and os.path.isdir(own):
             problems += tree_problems(own)
+    if package_dir is not None:
+        problems += [p for p in chain_problems(package_dir) if p not in problems]
+        problems += tree_problems(package_dir)
     return problems
 
 
@@ -127,6 +155,26 @@ def venv_problems_chains(venv, program):
     for site in _site_packages(venv):
         problems += [p for p in chain_problems(site) if p not in problems]
     return problems
+
+
+def _nearest_existing(path):
+    path = os.path.abspath(path)
+    while not os.path.lexists(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def _shebang(program):
+    """The interpreter a script's #! line names (its first word), or None."""
+    try:
+        with open(program, "rb") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    return words[0] if words and words[0].startswith("/") else None
 
 
 def _site_packages(venv):

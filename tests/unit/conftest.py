@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,23 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     )
     assert done.returncode in (0, 1), done.stderr
     return json.loads(path.read_text())
+
+
+@pytest.fixture
+def root_only_venv(tmp_path):
+    """A venv-like tree (bin/python, bin/hostcheck, site-packages with hostcheck and a .pth)
+    under a root-owned folder, owned and writable by root only; made as root."""
+    top = tmp_path / "opt"
+    top.mkdir(mode=0o755)
+    os.chmod(tmp_path, 0o755)
+    root = top / "train"
+    for folder in ("bin", "lib/python3.11/site-packages/hostcheck"):
+        (root / folder).mkdir(parents=True, mode=0o755)
+    (root / "bin" / "python").symlink_to(sys.executable)
+    (root / "bin" / "hostcheck").write_text("#!/bin/sh\n")
+    (root / "lib/python3.11/site-packages/hostcheck/__init__.py").write_text("")
+    (root / "lib/python3.11/site-packages/distutils-precedence.pth").write_text("")
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return root
