@@ -452,6 +452,11 @@ class Fleet:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{host.name} still running {timeout:.0f} s after its reboot")
             time.sleep(0.1)
+        self.power_on(host)
+
+    def power_on(self, host: Host) -> None:
+        """Boot a host stopped by stop() or its own reboot again, from the same folder and
+        disks, and wait until its systemd is running."""
         hosts = self.hosts()
         host.init_pid = None
         self._start(host)
