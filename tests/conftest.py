@@ -1,6 +1,7 @@
 """The checkout as the collection hostcheck.gpu_hosts for ansible-playbook, and the suite's
 timeline: which module ran in which pytest worker, from when to when, so the critical path of
-`make test` (modules side by side in JOBS workers) is visible at the end."""
+`make test` (modules side by side in JOBS workers) is visible at the end; and the count of the
+faults the fault tests injected and recovered from (each test's `fault` property)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ sys.path.insert(0, str(collection_link.ensure().parents[2]))
 # --no-loadscope-reorder; by default it would start the modules with the most tests first, and
 # the OS matrix, few tests but the longest module, started two thirds into the run). The
 # longest modules start first, the rest keep their order.
-LONGEST_FIRST = ("tests/integration/test_os_matrix.py",)
+LONGEST_FIRST = ("tests/integration/test_os_matrix.py", "tests/integration/test_faults.py")
 
 _START = time.time()
 
@@ -27,6 +28,7 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 _SPANS: dict[tuple[str, str], list[float]] = {}
+_FAULTS: dict[str, tuple[str, bool]] = {}  # test: (the fault, recovered)
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -39,9 +41,18 @@ def pytest_runtest_logreport(report) -> None:
     span = _SPANS.setdefault((worker_id, module), [report.start, report.stop])
     span[0] = min(span[0], report.start)
     span[1] = max(span[1], report.stop)
+    fault = dict(report.user_properties).get("fault")
+    if fault is not None:
+        _, ok = _FAULTS.get(report.nodeid, (fault, True))
+        _FAULTS[report.nodeid] = (fault, ok and report.passed)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
+    if _FAULTS:
+        recovered = sum(ok for _, ok in _FAULTS.values())
+        terminalreporter.section(f"faults: {len(_FAULTS)} injected, {recovered} recovered")
+        for fault, ok in _FAULTS.values():
+            terminalreporter.write_line(f"{'recovered' if ok else 'NOT recovered':>13}  {fault}")
     if not _SPANS:
         return
     terminalreporter.section("timeline (minutes from the start: first test to last)")

@@ -1,8 +1,9 @@
 """A package manager busy when a converge starts, on a sandbox host: another process holds
 dpkg's lock (as apt-daily or unattended-upgrades do after boot), or a killed dpkg left a package
-unpacked but not configured. The roles' package steps (here the hostcheck role's own task
-file, tests/integration/playbooks/package_lock.yml) wait for the lock and go on, fail after
-their timeout naming the lock and its holder, and finish the interrupted install first.
+unpacked but not configured. On a Debian 12 host and an Ubuntu 24.04 look-alike, the roles'
+package steps (here the hostcheck role's own task file,
+tests/integration/playbooks/package_lock.yml) wait for the lock and go on, fail after their
+timeout naming the lock and its holder, and finish the interrupted install first.
 Each scenario reads the host's package database afterwards, not Ansible's recap alone."""
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ HOLD = (
 )
 
 
-@pytest.fixture(scope="module")
-def host(fleet, hosts):
-    (debian,) = [h for h in hosts if h.os == "debian12"][:1]
-    return debian
+@pytest.fixture(scope="module", params=["debian12", "ubuntu2404"])
+def apt_host(request, make_fleet):
+    """(fleet, host): the session fleet's Debian 12 host, then an Ubuntu 24.04 look-alike."""
+    if request.param == "debian12":
+        fleet = request.getfixturevalue("fleet")
+        return fleet, next(h for h in fleet.hosts() if h.os == "debian12")
+    sandbox = make_fleet("package-locks-ubuntu", hosts=1, os_kinds=request.param)
+    (host,) = sandbox.hosts()
+    return sandbox, host
 
 
 def run(fleet, host, packages: list[str], timeout: int):
@@ -65,7 +71,8 @@ def remove(fleet, host, *packages: str) -> None:
     )
 
 
-def test_a_lock_released_within_the_timeout_is_waited_for(fleet, host):
+def test_a_lock_released_within_the_timeout_is_waited_for(apt_host):
+    fleet, host = apt_host
     remove(fleet, host, "hello")
     hold_lock(fleet, host, 20)  # the playbook's start and facts come first: seconds, loaded
     done = run(fleet, host, ["hello"], timeout=300)
@@ -79,7 +86,8 @@ def test_a_lock_released_within_the_timeout_is_waited_for(fleet, host):
     assert status(fleet, host, "hello") == "ii "
 
 
-def test_a_lock_held_past_the_timeout_fails_naming_its_holder(fleet, host):
+def test_a_lock_held_past_the_timeout_fails_naming_its_holder(apt_host):
+    fleet, host = apt_host
     remove(fleet, host, "hello")
     hold_lock(fleet, host, 300)
     try:
@@ -98,9 +106,10 @@ def test_a_lock_held_past_the_timeout_fails_naming_its_holder(fleet, host):
         fleet.ssh(host, f"systemctl stop {HOLDER_UNIT}")
 
 
-def test_a_package_dpkg_left_unconfigured_is_configured_first(fleet, host):
+def test_a_package_dpkg_left_unconfigured_is_configured_first(apt_host):
     """dpkg killed between unpacking and configuring leaves "iU"; every later apt run would
     stop with "dpkg was interrupted". The wait task runs dpkg --configure -a, then apt goes on."""
+    fleet, host = apt_host
     remove(fleet, host, "hello", "figlet")
     unpacked = fleet.ssh(
         host,

@@ -1,0 +1,217 @@
+"""Converges that do not finish, on a sandbox host: the controller killed (SIGKILL, as a CI
+timeout or a lost session does, and SIGINT, as Ctrl-C does) inside dpkg installing
+pillow-simd's libraries, inside the pillow-simd build, and as the shm role edits fstab; the
+host's power cut while pip installs hostcheck into the training venv. After each fault the next
+converge must succeed and the one after it change nothing, and the host must read as after an
+uninterrupted converge: every package installed, pillow-simd importing in the venv, pip's
+requirements met, hostcheck installed and passing, fstab and the limits file whole.
+
+The count of faults injected and recovered is printed at the end of the run
+(tests/integration/conftest.py, from each test's `fault` property)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from hostcheck import __version__
+from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT_CONTROLLER, run_playbook
+from tests.sandbox.oskinds import KINDS
+
+pytestmark = pytest.mark.integration
+TAGS = "shm,ulimits,pillow_simd,hostcheck"
+VENV = "/opt/venvs/train"
+PILLOW_SIMD = "12.1.1.post0"
+SHM_LINE = "tmpfs /dev/shm tmpfs nosuid,nodev,size={size} 0 0"
+LIMITS_FILE = "/etc/security/limits.d/90-hostcheck-training.conf"
+# what dpkg left half way: every package not installed (ii) or removed with its config (rc)
+DPKG_HALF_WAY = "dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' | grep -v '^ii \\|^rc ' || :"
+PIL_INFO = (
+    "import json, PIL, PIL._imaging, importlib.metadata as m; "
+    "print(json.dumps([PIL.__version__, m.version('pillow-simd')]))"
+)
+
+
+@pytest.fixture(scope="module")
+def faults(make_fleet, tmp_path_factory):
+    """One Debian 12 host and the converge's variables: a wheel cache of its own (so the
+    pillow-simd build runs), the quick profile (settings, no benchmarks)."""
+    fleet = make_fleet("faults", os_kinds=[KINDS["debian12"]])
+    (host,) = fleet.hosts()
+    cache = tmp_path_factory.mktemp("pillow-simd-wheels")
+    return fleet, host, {"hostcheck_profile": "quick", "pillow_simd_wheel_cache": str(cache)}
+
+
+def sh(fleet, host, command: str) -> str:
+    done = fleet.ssh(host, command, timeout=300)
+    assert done.returncode == 0, f"{command}: {done.stdout[-1500:]}{done.stderr[-1500:]}"
+    return done.stdout
+
+
+def interrupted_converge(fleet, host, extra_vars, fault, *, on_host="", on_line="") -> list[str]:
+    """Start the converge and, the moment `on_host` (a shell test on the host) succeeds or a
+    line of its output contains `on_line`, call fault(process): the controller's end or the
+    host's. Returns the output's lines up to then; fails the test when the converge ended
+    before the moment came."""
+    argv = [str(ANSIBLE_BIN / "ansible-playbook"), "-i", str(fleet.inventory), "site.yml"]
+    argv += ["--tags", TAGS, "-e", json.dumps(extra_vars)]
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=CHECKOUT_CONTROLLER.environment(
+            ANSIBLE_FORCE_COLOR="0", ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3"
+        ),
+        cwd=CHECKOUT_CONTROLLER.cwd,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 900
+    try:
+        while True:
+            if on_line and any(on_line in line for line in lines):
+                break
+            if on_host and fleet.ssh(host, on_host, timeout=30).returncode == 0:
+                break
+            assert process.poll() is None, "the converge ended first:\n" + "".join(lines[-40:])
+            assert time.monotonic() < deadline, "the moment never came:\n" + "".join(lines[-40:])
+            time.sleep(0.2)
+        seen = list(lines)
+        fault(process)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=120)
+        reader.join(timeout=30)
+    return seen
+
+
+def signal_controller(sig: int):
+    """The controller's end: `sig` to ansible-playbook's whole process group, its ssh
+    connections included (SIGINT: Ctrl-C in a terminal; SIGKILL: a CI job's timeout)."""
+
+    def fault(process):
+        os.killpg(process.pid, sig)
+        process.wait(timeout=120)
+
+    return fault
+
+
+def host_state(fleet, host) -> dict:
+    """What a converge leaves, read from the host itself; hostcheck with the role's profile and
+    the sandbox's thresholds (inventory/sandbox_group_vars), as the role runs it."""
+    pil = fleet.ssh(host, f"{VENV}/bin/python -c {json.dumps(PIL_INFO)}")
+    ran = (
+        f"{VENV}/bin/hostcheck run --profile quick --config /etc/hostcheck/config.yaml"
+        " --report json:/tmp/report.json >/dev/null"
+    )
+    code = fleet.ssh(host, f"{ran}; echo $?").stdout.strip()
+    return {
+        "dpkg half way": sh(fleet, host, DPKG_HALF_WAY).split("\n")[:-1],
+        "dpkg audit": sh(fleet, host, "dpkg --audit || :").strip(),
+        "pillow": json.loads(pil.stdout) if pil.returncode == 0 else pil.stderr[-300:],
+        "pip check": fleet.ssh(host, f"{VENV}/bin/pip check").returncode,
+        "hostcheck": sh(fleet, host, f"{VENV}/bin/hostcheck --version").strip(),
+        "hostcheck run": (code, failures(sh(fleet, host, "cat /tmp/report.json"))),
+        "shm in fstab": sh(fleet, host, "grep ' /dev/shm ' /etc/fstab").strip(),
+        "limits file": sh(fleet, host, f"md5sum < {LIMITS_FILE}").split()[0],
+    }
+
+
+def failures(report_text: str) -> list[str]:
+    """The ids of the checks a JSON report says failed or could not run."""
+    report = json.loads(report_text)
+    return [r["id"] for r in report["checks"] if r["status"] in ("fail", "error")]
+
+
+def expected_state(size: str = "50%", limits: str = "") -> dict:
+    return {
+        "dpkg half way": [],
+        "dpkg audit": "",
+        "pillow": [PILLOW_SIMD, PILLOW_SIMD],
+        "pip check": 0,
+        "hostcheck": f"hostcheck {__version__}",
+        "hostcheck run": ("0", []),
+        "shm in fstab": SHM_LINE.format(size=size),
+        "limits file": limits,
+    }
+
+
+def recovered(fleet, host, extra_vars) -> dict:
+    """The next converge succeeds, the one after changes nothing; the host's state."""
+    second = run_playbook(fleet, "site.yml", extra_vars, tags=TAGS, timeout=1500)
+    assert second.returncode == 0, second.messages(host.name) or second.stderr[-3000:]
+    third = run_playbook(fleet, "site.yml", extra_vars, tags=TAGS, timeout=900)
+    assert third.returncode == 0, third.messages(host.name) or third.stderr[-3000:]
+    assert third.changed(host.name) == 0, third.changed_tasks(host.name)
+    return host_state(fleet, host)
+
+
+def test_sigkill_inside_dpkg_installing_the_libraries(faults, record_property):
+    fleet, host, extra_vars = faults
+    seen = interrupted_converge(
+        fleet, host, extra_vars, signal_controller(signal.SIGKILL), on_host="pgrep -x dpkg"
+    )
+    record_property("fault", "controller SIGKILL while dpkg installs pillow-simd's libraries")
+    assert any("Install the libraries pillow-simd is built against" in line for line in seen)
+    state = recovered(fleet, host, extra_vars)
+    limits = state["limits file"]
+    assert state == expected_state(limits=limits)
+    assert "*\thard\tnofile\t20000\n" in sh(fleet, host, f"cat {LIMITS_FILE}")
+
+
+def test_sigint_inside_the_pillow_simd_build(faults, record_property, tmp_path):
+    fleet, host, extra_vars = faults
+    before = host_state(fleet, host)
+    sh(fleet, host, f"{VENV}/bin/pip uninstall -y -q pillow-simd pillow")
+    rebuild = {**extra_vars, "pillow_simd_wheel_cache": str(tmp_path)}
+    interrupted_converge(
+        fleet, host, rebuild, signal_controller(signal.SIGINT), on_host="pgrep -x cc1"
+    )
+    record_property("fault", "controller SIGINT while pip builds pillow-simd")
+    assert not list(tmp_path.rglob("*.whl")), "the interrupted build left a wheel in the cache"
+    assert recovered(fleet, host, rebuild) == before
+    assert list(tmp_path.rglob("*.whl"))
+
+
+def test_sigkill_as_the_shm_role_edits_fstab(faults, record_property):
+    fleet, host, extra_vars = faults
+    before = host_state(fleet, host)
+    bigger = {**extra_vars, "shm_size": "60%"}
+    interrupted_converge(
+        fleet,
+        host,
+        bigger,
+        signal_controller(signal.SIGKILL),
+        on_line="TASK [hostcheck.gpu_hosts.shm : Persist /dev/shm in fstab",
+    )
+    record_property("fault", "controller SIGKILL as the shm role edits fstab")
+    fstab = sh(fleet, host, "grep -c ' /dev/shm ' /etc/fstab").strip()
+    assert fstab == "1", "fstab holds one /dev/shm line, old or new, never a partial one"
+    state = recovered(fleet, host, bigger)
+    assert state == {**before, "shm in fstab": SHM_LINE.format(size="60%")}
+
+
+def test_power_cut_while_pip_installs_hostcheck(faults, record_property):
+    fleet, host, extra_vars = faults
+    before = host_state(fleet, host)
+    sh(fleet, host, f"{VENV}/bin/pip uninstall -y -q hostcheck")
+    interrupted_converge(
+        fleet,
+        host,
+        extra_vars,
+        lambda process: fleet.stop(host),
+        on_host="pgrep -f 'pip.* install .*hostcheck'",
+    )
+    record_property("fault", "host power cut while pip installs hostcheck into the venv")
+    fleet.power_on(host)
+    assert recovered(fleet, host, extra_vars) == before
