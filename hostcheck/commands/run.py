@@ -71,12 +71,14 @@ def run_options(args: argparse.Namespace):
     return RunOptions(user=args.user, dataset_path=args.dataset_path, require_gpu=args.require_gpu)
 
 
-def host_state_of(args: argparse.Namespace, argv: list[str], system) -> dict[str, str]:
-    """What `hostcheck run ARGV` depends on (--host-state), one digest per part."""
-    from hostcheck.compiled.digest import SCHEMA
+def host_state_of(
+    args: argparse.Namespace, argv: list[str], system, schema: dict
+) -> dict[str, str]:
+    """What `hostcheck run ARGV` depends on (--host-state), one digest per part; schema is the
+    compiled one (hostcheck.compiled.digest.SCHEMA)."""
     from hostcheck.state import host_state
 
-    profile = load(args, loader_assignments(args), SCHEMA)
+    profile = load(args, loader_assignments(args), schema)
     command_line = [arg for arg in argv if arg != "--host-state"]
     return host_state(profile, run_options(args), command_line, system)
 
@@ -94,7 +96,8 @@ def _print_host_state(args: argparse.Namespace) -> int:
     from hostcheck.system import System
 
     _refuse_unknown_checks(args, SCHEMA["properties"]["checks"]["properties"])
-    print(json.dumps(host_state_of(args, sys.argv[1:], System()), indent=1, sort_keys=True))
+    state = host_state_of(args, sys.argv[1:], System(), SCHEMA)
+    print(json.dumps(state, indent=1, sort_keys=True))
     return 0
 
 

@@ -81,7 +81,7 @@ class ActionModule(Validation):
     VERIFIES = True
     # this action's registered result from main.yml earlier in the run
     INTERNAL: ClassVar[dict] = {"checked": {"type": "dict", "default": {}}}
-    READING = INTERNAL
+    READING = ("checked",)
 
     def run(self, tmp=None, task_vars=None):
         self.versions: list[str] = []

@@ -139,18 +139,13 @@ class ActionModule(RoleAction):
         "number_ranges": {"type": "dict", "required": True},
     }
     SWITCHED_OFF = "no disk touched, no dataset staged"
+    CHECKS_WHEN_OFF = False
 
     def validate(self) -> dict:
-        if not self.enabled():
-            return {}
         facts = self.facts()
         os_vars = self.os_vars(required=True)
-        ranges = self.arg("number_ranges")
-        settings = checked_settings(
-            {key: self.arg(f"dataset_staging_{key}") for key in GIVEN},
-            {name: self.arg(name) for name in ranges},
-            ranges,
-            facts["os_family"],
+        settings = dataset_staging_settings(
+            {key: self.arg(f"dataset_staging_{key}") for key in GIVEN}, facts["os_family"]
         )
 
         probe = dict(PROBE_SKIPPED)

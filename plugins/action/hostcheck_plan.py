@@ -307,8 +307,8 @@ def plan_message(plan: dict, run: bool, venv: str, started_at: object) -> str:
 
 
 class ActionModule(Validation):
-    READING: ClassVar[dict] = PLANNING
-    INTERNAL: ClassVar[dict] = {**CHECKED_AGAINST, **READING}
+    INTERNAL: ClassVar[dict] = {**CHECKED_AGAINST, **PLANNING}
+    READING = tuple(PLANNING)
 
     def run(self, tmp=None, task_vars=None):
         """The validation (validate.yml's, given again), then the plan in place of its result."""

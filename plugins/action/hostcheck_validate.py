@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ansible.plugins.filter.core import to_nice_yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,
@@ -281,8 +280,7 @@ class ActionModule(RoleAction):
         return dict(self.reading["timer_units"])
 
     def validate(self) -> dict:
-        ranges = self.arg("number_ranges")
-        numbers = numbers_in_range({name: self.arg(name) for name in ranges}, ranges)
+        numbers = {name: self.arg(name) for name in self.arg("number_ranges")}
         check_paths({name: self.arg(name) for name in PATH_VARIABLES})
 
         venv_python = self.arg("hostcheck_venv_python")

@@ -187,8 +187,8 @@ def run_verified(done: dict, fail_on: str, host: str) -> str:
 
 class ActionModule(Validation):
     VERIFIES = True
-    READING: ClassVar[dict] = VERIFYING
-    INTERNAL: ClassVar[dict] = {**CHECKED_AGAINST, **READING}
+    INTERNAL: ClassVar[dict] = {**CHECKED_AGAINST, **VERIFYING}
+    READING = tuple(VERIFYING)
 
     def verify(self, values: dict) -> list[str]:
         read = self.read_host()

@@ -9,18 +9,22 @@ package table, then the host read once (hostcheck.gpu_hosts.nvidia_driver_probe)
       register: __nvidia_driver_validation
 
 Checks, in this order (when nvidia_driver_enabled): the numeric variables against their ranges
-(number_ranges); the variables together and against this OS's package table (os_vars(): the
-first of vars/<distribution>-<major>.yml, <distribution>.yml, <os_family>-<major>.yml,
-<os_family>.yml), with nvidia_driver_settings (plugins/plugin_utils/nvidia_driver_rules.py). The
-values returned, which the role's vars/main.yml names __nvidia_driver_<value>, are documented
-in plugins/modules/nvidia_driver_validate.py. The base is plugins/plugin_utils/role_action.py.
+(number_ranges; the base checks them before validate()); the variables together and against
+this OS's package table (os_vars(): the first of vars/<distribution>-<major>.yml,
+<distribution>.yml, <os_family>-<major>.yml, <os_family>.yml), with nvidia_driver_settings
+(plugins/plugin_utils/nvidia_driver_rules.py). The values returned, which the role's
+vars/main.yml names __nvidia_driver_<value>, are documented in
+plugins/modules/nvidia_driver_validate.py. The base is plugins/plugin_utils/role_action.py.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
+# check_numbers: the base checks the ranges; re-exported as this role's range check.
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import (
+    check_numbers as check_numbers,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_packages,
     nvidia_driver_settings,
@@ -46,11 +50,6 @@ CUDA_REPOS = "https://developer.download.nvidia.com/compute/cuda/repos/"
 # NVIDIA's repository names the architecture its own way (arm64 servers: sbsa).
 CUDA_ARCHES = {"x86_64": "x86_64", "aarch64": "sbsa"}
 PROBE = "hostcheck.gpu_hosts.nvidia_driver_probe"
-
-
-def check_numbers(variables: dict, ranges: dict) -> dict:
-    """The numeric variables as integers, each in its range (else the variable is named)."""
-    return numbers_in_range({name: variables.get(name) for name in ranges}, ranges)
 
 
 def cuda_repo_os(os_vars: dict) -> str:
@@ -105,14 +104,12 @@ class ActionModule(RoleAction):
         "nouveau_file": {"type": "path", "required": True},
     }
     SWITCHED_OFF = "the NVIDIA driver is left as it is"
+    CHECKS_WHEN_OFF = False
     # what read_driver_state() read in this task (the verify action compares it when it
     # validated now)
     probed: dict | None = None
 
     def validate(self) -> dict:
-        if not self.enabled():
-            return {}
-        check_numbers(self.args, self.arg("number_ranges"))
         variables = {
             name: self.arg(name)
             for name in [

@@ -18,7 +18,6 @@ import os
 import re
 from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,
@@ -199,8 +198,6 @@ class ActionModule(RoleAction):
     SWITCHED_OFF = "PIL in {pillow_simd_venv} left as it is"
 
     def validate(self) -> dict:
-        ranges = self.arg("number_ranges")
-        numbers_in_range({name: self.arg(name) for name in ranges}, ranges)
         venv = self.arg("pillow_simd_venv")
         avx2 = avx2_choice(
             venv,

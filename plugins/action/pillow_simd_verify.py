@@ -211,8 +211,11 @@ def read_probe(out: dict, venv: str, host: str) -> dict:
 
 class ActionModule(Validation):
     VERIFIES = True
-    READING: ClassVar[dict] = {"probe_run": {"type": "dict", "default": {}}}
-    INTERNAL: ClassVar[dict] = {**Validation.INTERNAL, **READING}
+    INTERNAL: ClassVar[dict] = {
+        **Validation.INTERNAL,
+        "probe_run": {"type": "dict", "default": {}},
+    }
+    READING = ("probe_run",)
 
     def verify(self, values: dict) -> list[str]:
         if values["skip_reason"]:

@@ -28,7 +28,6 @@ import re
 from typing import ClassVar
 
 import jinja2
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     ROLES,
     Invalid,
@@ -404,8 +403,6 @@ class ActionModule(RoleAction):
     REUSE = False
 
     def validate(self) -> dict:
-        ranges = self.arg("number_ranges")
-        numbers_in_range({name: self.arg(name) for name in ranges}, ranges)
         governor = self.arg("sysctl_tuning_cpu_governor")
         thp_modes = {
             "enabled": self.arg("sysctl_tuning_thp_enabled"),

@@ -42,17 +42,15 @@ missing:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dpkg_status import (
+    QUERY,
+    dpkg_states,
+)
 
 
 def installed_by_dpkg(output: str) -> set[str]:
-    """Lines of `dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n'`: the second letter of
-    the status is the package's state, "i" when it is installed."""
-    found = set()
-    for line in output.splitlines():
-        name, dummy, status = line.partition(" ")
-        if len(status) >= 2 and status[1] == "i":
-            found.add(name)
-    return found
+    """The packages dpkg_status.QUERY's output says are installed (state "i")."""
+    return {name for name, state, dummy in dpkg_states(output) if state == "i"}
 
 
 def missing_by_rpm(output: str) -> set[str]:
@@ -65,9 +63,7 @@ def missing(module: AnsibleModule, names: list[str], manager: str) -> list[str]:
     if not names:
         return []
     if manager == "apt":
-        dummy, out, dummy = module.run_command(
-            ["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", "--", *names]
-        )
+        dummy, out, dummy = module.run_command([*QUERY, "--", *names])
         installed = installed_by_dpkg(out)
         return [name for name in names if name.split(":", 1)[0] not in installed]
     dummy, out, err = module.run_command(["rpm", "-q", "--whatprovides", "--", *names])

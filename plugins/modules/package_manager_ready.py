@@ -65,6 +65,10 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dpkg_status import (
+    QUERY,
+    dpkg_states,
+)
 
 APT_LOCKS = (
     "/var/lib/dpkg/lock-frontend",
@@ -176,15 +180,14 @@ def wait_for_locks(manager: str, timeout: float, clock=time.monotonic, sleep=tim
 
 
 def half_configured(dpkg_status: str) -> list[str]:
-    """The packages a killed dpkg left unfinished, from `dpkg-query -W -f='${Package}
-    ${db:Status-Abbrev}\\n'`: state (second letter) half-installed, unpacked, half-configured
-    or awaiting triggers, or the reinstall-required flag (third letter)."""
-    broken = []
-    for line in dpkg_status.splitlines():
-        name, dummy, status = line.partition(" ")
-        if status[1:2] in BROKEN_STATES or status[2:3] == "R":
-            broken.append(name)
-    return broken
+    """The packages a killed dpkg left unfinished, from dpkg_status.QUERY's output: state
+    half-installed, unpacked, half-configured or awaiting triggers, or the reinstall-required
+    flag."""
+    return [
+        name
+        for name, state, flag in dpkg_states(dpkg_status)
+        if state in BROKEN_STATES or flag == "R"
+    ]
 
 
 def main() -> None:
@@ -204,9 +207,7 @@ def main() -> None:
     if left:
         module.fail_json(msg=still_held_message(left[0], manager, waited), **result)
     if manager == "apt":
-        dummy, out, dummy = module.run_command(
-            ["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n"]
-        )
+        dummy, out, dummy = module.run_command(QUERY)
         broken = half_configured(out)
         if broken and not module.params["repair_interrupted"]:
             module.fail_json(

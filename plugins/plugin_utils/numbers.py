@@ -1,7 +1,8 @@
 """The numeric variables of a role against the ranges its vars/main.yml declares
 (__<role>_number_ranges: {variable: [lowest, highest, unit]}), checked before any change, by
-the roles' validate actions and, through the numbers_in_range filter, by YAML. Argument specs
-say only "int"; a negative timeout or a million parallel copies would pass them."""
+the roles' validate actions (check_numbers, in RoleAction.run) and, through the
+numbers_in_range filter, by YAML. Argument specs say only "int"; a negative timeout or a million
+parallel copies would pass them."""
 
 from __future__ import annotations
 
@@ -34,3 +35,9 @@ def numbers_in_range(values: dict, ranges: dict) -> dict:
         low, high, unit = ranges[name]
         checked[name] = whole_number_in_range(value, name, int(low), int(high), str(unit))
     return checked
+
+
+def check_numbers(variables: dict, ranges: dict) -> dict:
+    """Of a role's variables, those with a declared range checked (one not given is None,
+    refused); the values as integers."""
+    return numbers_in_range({name: variables.get(name) for name in ranges}, ranges)

@@ -16,7 +16,14 @@ the play did not) and what its probe module returns.
 
 Besides the role's variables a task may pass the role's own constants (vars/main.yml: the
 files it manages, a header line), named by the action's INTERNAL spec and documented with the
-rest. Per-OS values come from the first of vars/<distribution>-<major>.yml, <distribution>.yml,
+rest. READING names those of them that only reading the host uses (a tuple of INTERNAL's names,
+results registered later in the run): they are taken out of self.args before the digest and
+the checks, and given as self.reading; every other INTERNAL option stays in self.args. When
+INTERNAL has number_ranges (the role's __<role>_number_ranges: {variable: [lowest, highest,
+unit]}), the numeric variables are checked against it before validate(), which reads them as
+integers; a value out of range fails the task naming the variable.
+
+Per-OS values come from the first of vars/<distribution>-<major>.yml, <distribution>.yml,
 <os_family>-<major>.yml, <os_family>.yml (os_vars(): Ansible's first_found order, without a
 task per role and host); `{fact}` in their strings is the host's fact.
 
@@ -40,6 +47,7 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import check_numbers
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms import (
     platform_of,
     problem,
@@ -116,13 +124,30 @@ class RoleAction(ActionBase):
     SWITCHED_OFF = "left as it is"
     # True for a `<role>_verify` action: after validating it compares the host with the values.
     VERIFIES = False
+    # False: when <role>_enabled is false only the argument spec is checked, not the numbers'
+    # ranges, and validate() is not called (the values are {}).
+    CHECKS_WHEN_OFF = True
     # Arguments that are the role's own constants (vars/main.yml), not user variables:
     # {name: argument spec}, documented with the others.
     INTERNAL: ClassVar[dict] = {}
-    # Of INTERNAL, the arguments only reading the host uses (results registered later in the
+    # Names of INTERNAL options only reading the host uses (results registered later in the
     # run): kept out of the digest, so such a task gets the validation's result again, and
-    # given as self.reading.
-    READING: ClassVar[dict] = {}
+    # given as self.reading instead of self.args.
+    READING: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        reading = cls.READING
+        if not isinstance(reading, tuple) or not all(isinstance(name, str) for name in reading):
+            raise TypeError(
+                f"{cls.__module__}.{cls.__name__}.READING: a tuple of names of INTERNAL options, "
+                f"got {reading!r}"
+            )
+        unknown = [name for name in reading if name not in cls.INTERNAL]
+        if unknown:
+            raise TypeError(
+                f"{cls.__module__}.{cls.__name__}.READING names {unknown}, not options of INTERNAL"
+            )
 
     def validate(self) -> dict:
         """The role's checks of self.args; raise Invalid. Returns what the role's tasks use."""
@@ -144,9 +169,7 @@ class RoleAction(ActionBase):
         self.notes: list[str] = []
         self.gathered: dict = {}
         try:
-            self.args = self.checked_arguments()
-            earlier = self.args.pop("validated")
-            self.reading = {name: self.args.pop(name) for name in self.READING}
+            earlier = self.take_arguments()
             digest = hashlib.sha256(
                 json.dumps(self.args, sort_keys=True, default=str).encode()
             ).hexdigest()
@@ -159,7 +182,10 @@ class RoleAction(ActionBase):
                     self.check_platform()
                 elif not self.VERIFIES:
                     self.note(f"{self.ROLE}_enabled is false: {self.switched_off()}")
-                values = self.validate() or {}
+                values = {}
+                if enabled or self.CHECKS_WHEN_OFF:
+                    self.check_number_ranges()
+                    values = self.validate() or {}
                 said = f"{self.ROLE}: the variables are valid"
             if not enabled and self.VERIFIES:
                 said = f"{self.ROLE}_enabled is false: {self.switched_off()}"
@@ -176,6 +202,13 @@ class RoleAction(ActionBase):
         if self.gathered:
             result["ansible_facts"] = self.gathered
         return result
+
+    def take_arguments(self) -> dict:
+        """self.args (checked_arguments()) and self.reading (READING's, taken out of self.args);
+        returns `validated`, taken out too."""
+        self.args = self.checked_arguments()
+        self.reading = {name: self.args.pop(name) for name in self.READING}
+        return self.args.pop("validated")
 
     def checked_arguments(self) -> dict:
         """The task's arguments checked and converted by the role's argument spec: types,
@@ -212,6 +245,12 @@ class RoleAction(ActionBase):
                 f"{self.ROLE}: validation of arguments failed: " + "; ".join(checked.error_messages)
             )
         return dict(checked.validated_parameters)
+
+    def check_number_ranges(self) -> None:
+        """When INTERNAL has number_ranges: the numeric variables it names checked against
+        their ranges (the message names the first one out of range), as integers in self.args."""
+        if "number_ranges" in self.INTERNAL:
+            self.args.update(check_numbers(self.args, self.args["number_ranges"]))
 
     def switched_off(self) -> str:
         if self.VERIFIES:

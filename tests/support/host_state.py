@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hostcheck.cli import build_parser
 from hostcheck.commands.run import host_state_of
+from hostcheck.compiled.digest import SCHEMA
 from hostcheck.system import System
 
 # A converged host's files, as a tree standing in for its root reads them.
@@ -45,7 +46,7 @@ def tree(root: Path, files: dict) -> None:
 def host_state(argv: list[str], root: Path, env: dict | None = None) -> dict[str, str]:
     """The parts for `hostcheck ARGV` (argv without the program), read under root."""
     args = build_parser().parse_args(argv)
-    return host_state_of(args, argv, System(root=root, env=env or {}))
+    return host_state_of(args, argv, System(root=root, env=env or {}), SCHEMA)
 
 
 def site_packages(root: Path) -> Path:

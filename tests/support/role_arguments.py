@@ -1,16 +1,23 @@
 """A role's variables checked as every `<role>_validate` action checks them first, before its
 own checks: by the role's meta/argument_specs.yml (RoleAction.checked_arguments), without a
-play. The role's defaults fill in the variables not given."""
+play. The role's defaults fill in the variables not given. And the roles' tasks calling an
+action, with the arguments they pass."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,
 )
+
+from tests.paths import CHECKOUT as REPO
+
+PREFIX = "hostcheck.gpu_hosts."
 
 
 def checked(role: str, variables: dict) -> dict:
@@ -31,3 +38,22 @@ def spec_refusal(role: str, variables: dict) -> str:
     message = str(refused.value)
     assert message.startswith(f"{role}: validation of arguments failed: ")
     return message
+
+
+def tasks_calling(action: str) -> list[tuple[Path, dict]]:
+    """Every task of roles/*/tasks calling the action (inside blocks too), with its arguments."""
+
+    def tasks(listed: list) -> list[dict]:
+        found = []
+        for task in listed or []:
+            found.append(task)
+            for section in ("block", "rescue", "always"):
+                found += tasks(task.get(section))
+        return found
+
+    calls = []
+    for path in sorted((REPO / "roles").rglob("tasks/*.yml")):
+        for task in tasks(yaml.safe_load(path.read_text())):
+            if PREFIX + action in task:
+                calls.append((path, task[PREFIX + action]))
+    return calls

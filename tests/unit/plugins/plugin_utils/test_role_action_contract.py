@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     RoleAction,
     argument_spec,
 )
 
 from tests.paths import CHECKOUT as REPO
+from tests.support.role_arguments import tasks_calling
 
 PREFIX = "hostcheck.gpu_hosts."
 SPEC_KEYS = ("type", "elements", "default", "choices")
@@ -41,25 +41,6 @@ def role_actions() -> dict[str, type]:
 
 
 ACTIONS = role_actions()
-
-
-def tasks_calling(action: str) -> list[tuple[Path, dict]]:
-    """Every task of roles/*/tasks calling the action (inside blocks too), with its arguments."""
-
-    def tasks(listed: list) -> list[dict]:
-        found = []
-        for task in listed or []:
-            found.append(task)
-            for section in ("block", "rescue", "always"):
-                found += tasks(task.get(section))
-        return found
-
-    calls = []
-    for path in sorted((REPO / "roles").rglob("tasks/*.yml")):
-        for task in tasks(yaml.safe_load(path.read_text())):
-            if PREFIX + action in task:
-                calls.append((path, task[PREFIX + action]))
-    return calls
 
 
 def test_every_action_of_the_collection_is_on_the_base():
