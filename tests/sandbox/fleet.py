@@ -87,6 +87,7 @@ class Fleet:
         instance: str = "main",
         os_kinds: list[oskinds.OsKind] | str | None = None,
         byte_compile: bool = False,
+        root_space: str | None = None,
         log=print,
     ) -> None:
         self.checkout = checkout.resolve()
@@ -108,6 +109,10 @@ class Fleet:
         # pip byte-compiling what it installs costs a third of its CPU (torch: 14 s, 5 s
         # without); only tests that look at the files Python writes need it
         self.byte_compile = byte_compile
+        # a size ("600M"): each host's root gets a file system of its own that small (its
+        # overlayfs upper and work dirs on a tmpfs), so a test can fill it without filling
+        # this machine's disk; None: the root writes to this machine's disk
+        self.root_space = root_space
         self.log = log
 
     # --- state ---------------------------------------------------------------------------
@@ -193,9 +198,21 @@ class Fleet:
 
     def _prepare(self, host: Host, lower: Path, shared: list[str]) -> None:
         folder = Path(host.folder)
-        upper = folder / "upper"
-        for sub in ("upper", "work", "merged", "disks"):
-            (folder / sub).mkdir(parents=True, exist_ok=True)
+        changes = folder
+        if self.root_space:
+            # df / on the host shows this size (overlayfs reports its upper dir's file system)
+            changes = folder / "root-space"
+            changes.mkdir(parents=True, exist_ok=True)
+            subprocess.run(
+                [
+                    *("mount", "-t", "tmpfs", "-o", f"size={self.root_space},mode=0755"),
+                    *("sandbox-root-space", str(changes)),
+                ],
+                check=True,
+            )
+        upper = changes / "upper"
+        for sub in (changes / "upper", changes / "work", folder / "merged", folder / "disks"):
+            sub.mkdir(parents=True, exist_ok=True)
         kind = oskinds.KINDS[host.os]
         for index in range(self.disks_per_host):
             image = folder / "disks" / f"disk{index}.img"
@@ -270,7 +287,7 @@ class Fleet:
             "name": host.name,
             "lower": str(lower),
             "upper": str(upper),
-            "work": str(folder / "work"),
+            "work": str(changes / "work"),
             "merged": str(folder / "merged"),
             "disks": host.disks,
             "binds": binds,
@@ -469,6 +486,7 @@ class Fleet:
         """Remove every process, loop device and folder of this fleet; safe to repeat."""
         killed = self._kill_processes()
         detached = self._detach_loops()
+        self._unmount()
         self._remove_cgroups()
         removed = []
         if self.folder.exists():
@@ -533,6 +551,19 @@ class Fleet:
 
     def _kill_processes(self) -> list[int]:
         return _kill_marked(lambda mark: mark.startswith(f"{self.folder}/"), timeout=30)
+
+    def _unmount(self) -> list[str]:
+        """Unmount what _prepare mounted under the fleet's folder (root_space's tmpfs), found
+        in this machine's mount table, so a crashed run's mounts go too (deepest first)."""
+        prefix = str(self.folder) + "/"
+        mounted = []
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(prefix):
+                mounted.append(point)
+        for point in sorted(set(mounted), key=lambda p: -len(p)):
+            subprocess.run(["umount", "--lazy", point], check=False)
+        return mounted
 
     def _detach_loops(self) -> list[str]:
         listing = subprocess.run(
