@@ -21,10 +21,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-# check_numbers: the base checks the ranges; re-exported as this role's range check.
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import (
-    check_numbers as check_numbers,
-)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_packages,
     nvidia_driver_settings,

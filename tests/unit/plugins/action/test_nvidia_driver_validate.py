@@ -8,9 +8,9 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
-    check_numbers,
     nvidia_driver_values,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import check_numbers
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     OS_VARS,
     Invalid,
