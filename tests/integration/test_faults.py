@@ -74,6 +74,7 @@ def interrupted_converge(fleet, host, extra_vars, fault, *, on_host="", on_line=
     argv += ["--tags", TAGS, "-e", json.dumps(extra_vars)]
     process = subprocess.Popen(
         argv,
+        stdin=subprocess.DEVNULL,  # a pytest-xdist worker's is non-blocking: Ansible refuses it
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
