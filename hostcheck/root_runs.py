@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from hostcheck._shared.root_trust import startup_problems
+from hostcheck._shared.root_trust import first_and_count, startup_problems
 
 COMMANDS = frozenset({"run", "healthcheck"})
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -25,11 +25,10 @@ def warning(venv: str, package_dir: str = PACKAGE_DIR) -> str | None:
     problems = startup_problems(venv, program, package_dir)
     if not problems:
         return None
-    others = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return (
         f"hostcheck: warning: running as root from {venv}, which others can change: "
-        f"{problems[0]}{others}; make it root's alone (chown -R root:root {venv}; chmod -R go-w "
-        f"{venv}) or run root's checks from a venv only root can write"
+        f"{first_and_count(problems)}; make it root's alone (chown -R root:root {venv}; "
+        f"chmod -R go-w {venv}) or run root's checks from a venv only root can write"
     )
 
 

@@ -112,11 +112,11 @@ def program_problems(program, venv=None):
         venv = above if os.path.isfile(os.path.join(above, "pyvenv.cfg")) else None
     if venv is not None:
         if not os.path.lexists(venv):
-            return chain_problems(_nearest_existing(venv))
+            return chain_problems(nearest_existing(venv))
         relative = os.path.relpath(program, venv)
         return venv_problems(venv, relative)
     if not os.path.lexists(program):
-        return chain_problems(_nearest_existing(program))
+        return chain_problems(nearest_existing(program))
     problems = chain_problems(program)
     interpreter = _shebang(program)
     if interpreter:
@@ -157,11 +157,17 @@ def venv_problems_chains(venv, program):
     return problems
 
 
-def _nearest_existing(path):
+def nearest_existing(path):
+    """The path itself or the nearest folder above it that exists."""
     path = os.path.abspath(path)
     while not os.path.lexists(path):
         path = os.path.dirname(path)
     return path
+
+
+def first_and_count(problems):
+    """The first problem and how many more, for a one-line message."""
+    return problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
 
 
 def _shebang(program):

@@ -86,18 +86,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.mountinfo import (
     parse_mountinfo,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.root_trust import (
+    nearest_existing,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import (
     format_size,
     parse_size,
 )
-
-
-def nearest_existing(path: str) -> str:
-    """The path itself or the nearest folder above it that exists, links resolved."""
-    path = os.path.realpath(path)
-    while not os.path.exists(path):
-        path = os.path.dirname(path)
-    return path
 
 
 def mount_point(path: str, mount_points: list[str]) -> str:
@@ -110,7 +105,7 @@ def file_systems(paths: list[dict], min_free: int, mount_points: list[str]) -> l
     """The file systems the paths are on (one entry each, in the order of the paths)."""
     found: dict[int, dict] = {}
     for entry in paths:
-        existing = nearest_existing(entry["path"])
+        existing = nearest_existing(os.path.realpath(entry["path"]))
         device = os.stat(existing).st_dev
         if device not in found:
             stats = os.statvfs(existing)

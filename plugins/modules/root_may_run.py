@@ -67,19 +67,19 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.root_trust import (
+    first_and_count,
     program_problems,
 )
 
 
 def refusal(params: dict, problems: list[str]) -> str:
     program, venv = params["program"], params["venv"]
-    others = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     owned = venv or os.path.dirname(program)
     return (
         f"{params['variable']}: {params['runs_it']} would run {program} as root, and others can "
-        f"change what it runs: {problems[0]}{others}. Make it root's alone (chown -R root:root "
-        f"{owned}; chmod -R go-w {owned}), point {params['variable']} at an install only root "
-        f"can write, or set {params['switch']}: false"
+        f"change what it runs: {first_and_count(problems)}. Make it root's alone "
+        f"(chown -R root:root {owned}; chmod -R go-w {owned}), point {params['variable']} at an "
+        f"install only root can write, or set {params['switch']}: false"
     )
 
 
