@@ -18,7 +18,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
 
 PROBE = "hostcheck.gpu_hosts.shm_probe"
 PLAIN_OPTION = re.compile(r"^[a-z_]+(=[^,\s]+)?$")
-# What ansible.posix.mount writes for /dev/shm around the options: src, fstype, dump, passno.
+# The fields of the /dev/shm fstab line around the options: src, fstype, dump, passno.
 FSTAB_FIELDS = {"src": "tmpfs", "fstype": "tmpfs", "dump": "0", "passno": "0"}
 
 
@@ -62,8 +62,22 @@ def fstab_options(fstab: list[dict], mount_options: list[str], option: str) -> l
     return list(dict.fromkeys([*kept, *mount_options, f"size={option}"]))
 
 
+def fstab_line(options: list[str]) -> str:
+    """The /dev/shm line the role writes to fstab."""
+    return " ".join(
+        [
+            FSTAB_FIELDS["src"],
+            "/dev/shm",
+            FSTAB_FIELDS["fstype"],
+            ",".join(options),
+            FSTAB_FIELDS["dump"],
+            FSTAB_FIELDS["passno"],
+        ]
+    )
+
+
 def fstab_differences(fstab: list[dict], options: list[str]) -> list[str]:
-    """How the /dev/shm lines differ from what the mount module writes ([] when in line)."""
+    """How the /dev/shm lines differ from the line the role writes ([] when in line)."""
     if not fstab or fstab[-1]["fstype"] != "tmpfs":
         return ["fstab has no tmpfs line for /dev/shm"]
     if options[-1] not in fstab[-1]["options"].split(","):
@@ -74,7 +88,7 @@ def fstab_differences(fstab: list[dict], options: list[str]) -> list[str]:
     return [
         "fstab has "
         + " and ".join(f"'{shown_line(line)}'" for line in fstab)
-        + f" where the mount module writes '{shown_line(wanted)}'"
+        + f" where the role writes '{shown_line(wanted)}'"
     ]
 
 
@@ -115,7 +129,7 @@ def shm_plan(probe: dict, size: object, option: str, mount_options: list, refuse
     differences = shm_differences(probe, option, mount_options)
     return {
         "bytes": wanted,
-        "fstab_options": fstab_options(probe["fstab"], mount_options, option),
+        "fstab_line": fstab_line(fstab_options(probe["fstab"], mount_options, option)),
         "source": live["source"] if live and live["fstype"] == "tmpfs" else "tmpfs",
         "changes": [place for place, found in differences.items() if found],
     }

@@ -46,11 +46,10 @@ values:
       description: The size the kernel gives /dev/shm with that option on this host's RAM.
       type: int
       returned: when shm_enabled
-    fstab_options:
-      description: The options of the fstab line, those other roles wrote (noexec ...), then
-        shm_mount_options, then size=.
-      type: list
-      elements: str
+    fstab_line:
+      description: The /dev/shm line to write to fstab; its options are those other roles
+        wrote (noexec ...), then shm_mount_options, then size=.
+      type: str
       returned: when shm_enabled
     source:
       description: The source to remount the live /dev/shm with.

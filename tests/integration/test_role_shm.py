@@ -40,11 +40,18 @@ def fleet(make_fleet):
     return make_fleet("shm", hosts=1)
 
 
+def fstab_inode(fleet, host) -> str:
+    return fleet.ssh(host, "stat -c %i /etc/fstab").stdout.strip()
+
+
 def test_converges_and_second_run_changes_nothing(fleet):
     (host,) = fleet.hosts()
+    inode = fstab_inode(fleet, host)
     first = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
     assert first.returncode == 0, first.stderr
     assert first.changed(host.name) == 2  # fstab line, remount
+    # a new file renamed over the old: a kill or a full disk in the middle leaves a whole fstab
+    assert fstab_inode(fleet, host) != inode
     options, size, _ = shm_state(fleet, host)
     assert size == 256 * MiB
     assert {"nosuid", "nodev", f"size={256 * MiB}"} <= set(options)
@@ -119,6 +126,27 @@ def test_keeps_options_a_hardening_role_wrote_and_restores_the_size(fleet):
     assert "defaults" not in options
     again = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
     assert again.changed(host.name) == 0
+
+
+def test_every_dev_shm_line_a_hardening_script_appended_is_set(fleet):
+    """A second /dev/shm line appended to fstab (mount reads the last): both are set to the
+    role's line, the rest of fstab is kept byte for byte, and the next run changes nothing."""
+    (host,) = fleet.hosts()
+    assert run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm").returncode == 0
+    others = "grep -v ' /dev/shm ' /etc/fstab | md5sum"
+    kept = fleet.ssh(host, others).stdout
+    fleet.ssh(host, "echo 'tmpfs  /dev/shm/  tmpfs  defaults,noexec  0  0' >> /etc/fstab")
+    run = run_playbook(fleet, extra_vars={"shm_size": "128m"}, tags="shm")
+    assert run.returncode == 0, run.stderr
+    lines = fleet.ssh(host, "grep '/dev/shm' /etc/fstab").stdout.splitlines()
+    assert len(lines) == 2 and lines[0] == lines[1]
+    src, path, fstype, options, dump, passno = lines[0].split(" ")
+    assert (src, path, fstype, dump, passno) == ("tmpfs", "/dev/shm", "tmpfs", "0", "0")
+    assert set(options.split(",")) == {"noexec", "nosuid", "nodev", f"size={128 * MiB}"}
+    assert fleet.ssh(host, others).stdout == kept
+    assert shm_state(fleet, host)[1] == 128 * MiB
+    again = run_playbook(fleet, extra_vars={"shm_size": "128m"}, tags="shm")
+    assert again.returncode == 0 and again.changed(host.name) == 0
 
 
 def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):

@@ -104,7 +104,7 @@ def test_the_probe_finds_nothing_mounted_and_no_fstab_line(tmp_path):
 def test_nothing_changes_when_fstab_and_the_mount_match():
     assert plan(probe()) == {
         "bytes": 256 * MiB,
-        "fstab_options": ["nosuid", "nodev", f"size={256 * MiB}"],
+        "fstab_line": f"tmpfs /dev/shm tmpfs nosuid,nodev,size={256 * MiB} 0 0",
         "source": "tmpfs",
         "changes": [],
     }
@@ -114,7 +114,7 @@ def test_nothing_changes_when_fstab_and_the_mount_match():
     ("found", "changes"),
     [
         (probe(fstab=()), ["fstab"]),
-        # what the mount module would rewrite: no dump and passno, another source or size
+        # what the role rewrites: no dump and passno, another source or size
         (probe(fstab=("tmpfs /dev/shm tmpfs nosuid,nodev,size=268435456",)), ["fstab"]),
         (probe(fstab=("none /dev/shm tmpfs nosuid,nodev,size=268435456 0 0",)), ["fstab"]),
         (probe(fstab=("tmpfs /dev/shm tmpfs nosuid,nodev,size=1g 0 0",)), ["fstab"]),
@@ -146,7 +146,7 @@ def test_a_percentage_is_taken_of_the_ram_pages():
     found = probe(fstab=("tmpfs /dev/shm tmpfs nosuid,nodev,size=50% 0 0",), size=8 * 2**30)
     assert plan(found, "50%") == {
         "bytes": 8 * 2**30,
-        "fstab_options": ["nosuid", "nodev", "size=50%"],
+        "fstab_line": "tmpfs /dev/shm tmpfs nosuid,nodev,size=50% 0 0",
         "source": "tmpfs",
         "changes": [],
     }
