@@ -108,7 +108,7 @@ class PlaybookRun:
         return results
 
 
-def run_playbook(
+def playbook_argv(
     fleet: Fleet,
     playbook: str = "site.yml",
     extra_vars: dict | None = None,
@@ -116,11 +116,11 @@ def run_playbook(
     diff: bool = False,
     limit: str | None = None,
     tags: str | None = None,
-    timeout: float = 2700,  # a hung run's stop: site.yml on six kinds took 27.5 min in the suite
     forks: int | None = None,
     controller: Controller = CHECKOUT_CONTROLLER,
     inventory: Path | None = None,
-) -> PlaybookRun:
+) -> list[str]:
+    """The ansible-playbook command line an operator would type for this run."""
     argv = [str(controller.bin / "ansible-playbook"), "-i", str(inventory or fleet.inventory)]
     argv.append(playbook)
     if extra_vars:
@@ -135,6 +135,25 @@ def run_playbook(
         argv += ["--tags", tags]
     if forks:
         argv += ["--forks", str(forks)]
+    return argv
+
+
+def run_playbook(
+    fleet: Fleet,
+    playbook: str = "site.yml",
+    extra_vars: dict | None = None,
+    check: bool = False,
+    diff: bool = False,
+    limit: str | None = None,
+    tags: str | None = None,
+    timeout: float = 2700,  # a hung run's stop: site.yml on six kinds took 27.5 min in the suite
+    forks: int | None = None,
+    controller: Controller = CHECKOUT_CONTROLLER,
+    inventory: Path | None = None,
+) -> PlaybookRun:
+    argv = playbook_argv(
+        fleet, playbook, extra_vars, check, diff, limit, tags, forks, controller, inventory
+    )
     env = controller.environment(
         ANSIBLE_STDOUT_CALLBACK="json",
         ANSIBLE_LOAD_CALLBACK_PLUGINS="1",

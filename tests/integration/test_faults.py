@@ -13,16 +13,13 @@ The count of faults injected and recovered is printed at the end of the run
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import threading
-import time
 
 import pytest
 
 from hostcheck import __version__
-from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT_CONTROLLER, run_playbook
+from tests.integration.ansible import run_playbook
+from tests.integration.faults import interrupted_run, power_cut, signal_controller
 from tests.sandbox.oskinds import KINDS
 
 pytestmark = pytest.mark.integration
@@ -63,59 +60,6 @@ def sh(fleet, host, command: str) -> str:
     done = fleet.ssh(host, command, timeout=300)
     assert done.returncode == 0, f"{command}: {done.stdout[-1500:]}{done.stderr[-1500:]}"
     return done.stdout
-
-
-def interrupted_converge(fleet, host, extra_vars, fault, *, on_host="", on_line="") -> list[str]:
-    """Start the converge and, the moment `on_host` (a shell test on the host) succeeds or a
-    line of its output contains `on_line`, call fault(process): the controller's end or the
-    host's. Returns the output's lines up to then; fails the test when the converge ended
-    before the moment came."""
-    argv = [str(ANSIBLE_BIN / "ansible-playbook"), "-i", str(fleet.inventory), "site.yml"]
-    argv += ["--tags", TAGS, "-e", json.dumps(extra_vars)]
-    process = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,  # a pytest-xdist worker's is non-blocking: Ansible refuses it
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=CHECKOUT_CONTROLLER.environment(
-            ANSIBLE_FORCE_COLOR="0", ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3"
-        ),
-        cwd=CHECKOUT_CONTROLLER.cwd,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 900
-    try:
-        while True:
-            if on_line and any(on_line in line for line in lines):
-                break
-            if on_host and fleet.ssh(host, on_host, timeout=30).returncode == 0:
-                break
-            assert process.poll() is None, "the converge ended first:\n" + "".join(lines[-40:])
-            assert time.monotonic() < deadline, "the moment never came:\n" + "".join(lines[-40:])
-            time.sleep(0.2)
-        seen = list(lines)
-        fault(process)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=120)
-        reader.join(timeout=30)
-    return seen
-
-
-def signal_controller(sig: int):
-    """The controller's end: `sig` to ansible-playbook's whole process group, its ssh
-    connections included (SIGINT: Ctrl-C in a terminal; SIGKILL: a CI job's timeout)."""
-
-    def fault(process):
-        os.killpg(process.pid, sig)
-        process.wait(timeout=120)
-
-    return fault
 
 
 def host_state(fleet, host) -> dict:
@@ -172,8 +116,13 @@ def test_sigkill_inside_dpkg_installing_the_libraries(faults, record_property):
     """The first converge of a fresh host, cut off while dpkg installs; its recovery must read
     as a converge without a fault does."""
     fleet, host, extra_vars, reached = faults
-    seen = interrupted_converge(
-        fleet, host, extra_vars, signal_controller(signal.SIGKILL), on_host="pgrep -x dpkg"
+    seen = interrupted_run(
+        fleet,
+        host,
+        signal_controller(signal.SIGKILL),
+        extra_vars=extra_vars,
+        tags=TAGS,
+        on_host="pgrep -x dpkg",
     )
     record_property("fault", "controller SIGKILL while dpkg installs pillow-simd's libraries")
     assert any("Install the libraries pillow-simd is built against" in line for line in seen)
@@ -189,8 +138,13 @@ def test_sigint_inside_the_pillow_simd_build(faults, reference, record_property,
     sh(fleet, host, f"{VENV}/bin/pip uninstall -y -q pillow-simd pillow")
     sh(fleet, host, f"rm -r {VENV}/pillow-simd/wheels")
     rebuild = {**extra_vars, "pillow_simd_wheel_cache": str(tmp_path)}
-    interrupted_converge(
-        fleet, host, rebuild, signal_controller(signal.SIGINT), on_host="pgrep -f '[p]ip wheel'"
+    interrupted_run(
+        fleet,
+        host,
+        signal_controller(signal.SIGINT),
+        extra_vars=rebuild,
+        tags=TAGS,
+        on_host="pgrep -f '[p]ip wheel'",
     )
     record_property("fault", "controller SIGINT while pip builds pillow-simd")
     assert not list(tmp_path.rglob("*.whl")), "the interrupted build left a wheel in the cache"
@@ -206,11 +160,12 @@ def test_sigint_inside_the_pillow_simd_build(faults, reference, record_property,
 def test_sigkill_as_the_shm_role_edits_fstab(faults, reference, record_property):
     fleet, host, extra_vars, _ = faults
     bigger = {**extra_vars, "shm_size": "60%"}
-    interrupted_converge(
+    interrupted_run(
         fleet,
         host,
-        bigger,
         signal_controller(signal.SIGKILL),
+        extra_vars=bigger,
+        tags=TAGS,
         on_line="TASK [hostcheck.gpu_hosts.shm : Persist /dev/shm in fstab",
     )
     record_property("fault", "controller SIGKILL as the shm role edits fstab")
@@ -223,11 +178,12 @@ def test_sigkill_as_the_shm_role_edits_fstab(faults, reference, record_property)
 def test_power_cut_while_pip_installs_hostcheck(faults, reference, record_property):
     fleet, host, extra_vars, _ = faults
     sh(fleet, host, f"{VENV}/bin/pip uninstall -y -q hostcheck")
-    interrupted_converge(
+    interrupted_run(
         fleet,
         host,
-        extra_vars,
-        lambda process: fleet.stop(host),
+        power_cut(fleet, host),
+        extra_vars=extra_vars,
+        tags=TAGS,
         on_host="pgrep -f '[p]ip.* install .*hostcheck'",
     )
     record_property("fault", "host power cut while pip installs hostcheck into the venv")

@@ -12,6 +12,7 @@ import platform
 import pytest
 
 from tests.integration.ansible import run_playbook
+from tests.integration.faults import freeze_when_written, frozen, interrupted_run, power_cut
 from tests.integration.test_role_nvidia_driver import FAKE, PLAYBOOK
 from tests.sandbox.fakegpu import GPU
 from tests.sandbox.lookalike_rocky import build_cuda_repo
@@ -97,3 +98,116 @@ def test_rocky_enables_the_branch_stream_locks_it_and_runs_persistenced(fleet, r
     assert persistenced(fleet, host) == ["enabled", "active"]
     again = run_playbook(fleet, PLAYBOOK, extra_vars=ROCKY_REPO, limit=host.name)
     assert again.returncode == 0 and again.changed(host.name) == 0
+
+
+# ------------------------------------------------- the driver's install cut short by the power
+
+
+def ubuntu_driver_state(fleet, host) -> dict:
+    """What the driver's converge leaves on Ubuntu, read from dpkg and the host: every
+    package's state and version, dpkg's audit, the driver packages' files against their
+    md5sums, the holds, the module and persistenced."""
+    driver = "dpkg-query -W -f='${Package}\\n' '*nvidia*' | sort"
+    return {
+        "packages": sh(
+            fleet, host, "dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n' | sort"
+        ),
+        "dpkg audit": sh(fleet, host, "dpkg --audit || :"),
+        "files unlike their md5sums": sh(fleet, host, f"{driver} | xargs dpkg --verify || :"),
+        "holds": sh(fleet, host, "apt-mark showhold | sort"),
+        "module": sh(fleet, host, f"modinfo -k {KERNEL} -F version nvidia"),
+        "persistenced": persistenced(fleet, host),
+    }
+
+
+def rocky_driver_state(fleet, host) -> dict:
+    """What the driver's converge leaves on Rocky, read from rpm, dnf and the host: every
+    package (a transaction cut short can leave two versions of one), dnf's check of the
+    database, the driver packages' files against the database, locks, stream, the module
+    and persistenced."""
+    checked = fleet.ssh(host, "dnf -q check")
+    return {
+        "packages": sh(
+            fleet, host, "rpm -qa --qf '%{NAME}-%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n' | sort"
+        ),
+        "dnf check": (checked.returncode, checked.stdout + checked.stderr),
+        "files unlike the database": sh(
+            fleet, host, "rpm -qa '*nvidia*' | sort | xargs rpm -V || :"
+        ),
+        "locks": sh(fleet, host, "dnf -q versionlock list | sort"),
+        "stream": sh(fleet, host, "dnf -q module list --enabled nvidia-driver"),
+        "module": sh(fleet, host, f"modinfo -k {KERNEL} -F version nvidia"),
+        "persistenced": persistenced(fleet, host),
+    }
+
+
+def cut_short_and_recovered(
+    fleet, host, remove: str, lock: str, left: str, gpu: tuple, extra_vars=None
+):
+    """Remove the driver the uninterrupted converge installed, converge again and cut the
+    host's power the moment the driver's nvidia.ko is written, inside the package manager's
+    transaction, and boot the host (its fake GPU, `gpu`: the loaded version and repository,
+    made again: the boot loses it); the next converge must succeed and the one after it
+    change nothing. Returns the process frozen in the transaction and what `left` (a command
+    run after the boot, before the next converge) said of what the transaction left."""
+    module = sh(fleet, host, f"modinfo -k {KERNEL} -n nvidia")
+    sh(fleet, host, remove)
+    assert fleet.ssh(host, f"test -e {module}").returncode != 0, f"{remove} left {module}"
+    interrupted_run(
+        fleet,
+        host,
+        power_cut(fleet, host),
+        playbook=PLAYBOOK,
+        extra_vars=extra_vars,
+        limit=host.name,
+        on_host=freeze_when_written(fleet, host, lock, module),
+    )
+    fleet.power_on(host)
+    look_like_a_gpu_host(fleet, host, *gpu)
+    holder = frozen(fleet, host)
+    assert not holder.startswith("none"), f"nothing held {lock} when {module} was written: {holder}"
+    found = sh(fleet, host, left)
+    second = run_playbook(fleet, PLAYBOOK, extra_vars=extra_vars, limit=host.name)
+    assert second.returncode == 0, second.failure_text(host.name)
+    third = run_playbook(fleet, PLAYBOOK, extra_vars=extra_vars, limit=host.name)
+    assert third.returncode == 0, third.failure_text(host.name)
+    assert third.changed(host.name) == 0, third.changed_tasks(host.name)
+    return holder, found
+
+
+def test_ubuntu_power_cut_inside_dpkg_installing_the_driver(fleet, record_property):
+    host = fleet.hosts()[0]
+    reference = ubuntu_driver_state(fleet, host)
+    assert reference["module"] == UBUNTU_DRIVER, "the uninterrupted converge came first"
+    remove = (
+        "apt-mark unhold $(apt-mark showhold) >/dev/null; "
+        "apt-get -y -q purge $(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' '*nvidia*' "
+        "| awk '/^ii/ {print $2}') >/dev/null"
+    )
+    record_property("fault", "host power cut while dpkg installs the driver (Ubuntu 24.04)")
+    holder, audit = cut_short_and_recovered(
+        fleet, host, remove, "/var/lib/dpkg/lock", "dpkg --audit || :", (UBUNTU_DRIVER,)
+    )
+    assert holder.endswith(" dpkg"), holder
+    assert audit, "dpkg's database said nothing was left half way: the cut missed dpkg"
+    assert ubuntu_driver_state(fleet, host) == reference
+
+
+def test_rocky_power_cut_inside_the_rpm_transaction_installing_the_driver(
+    fleet, rocky_repo, record_property
+):
+    host = fleet.hosts()[1]
+    reference = rocky_driver_state(fleet, host)
+    assert reference["module"] == "550.54.15", "the uninterrupted converge came first"
+    remove = "dnf -q versionlock clear && dnf -y -q remove '*nvidia*' >/dev/null"
+    record_property(
+        "fault", "host power cut inside the rpm transaction installing the driver (Rocky 9)"
+    )
+    driver = "rpm -qa '*nvidia*' --qf '%{NAME}\\n' | sort"
+    installed = sh(fleet, host, driver).split()
+    holder, left = cut_short_and_recovered(
+        fleet, host, remove, "/var/lib/rpm/.rpm.lock", driver, ("550.54.15", rocky_repo), ROCKY_REPO
+    )
+    assert holder.split()[0].isdigit(), holder
+    assert set(left.split()) < set(installed), f"the cut left {left} of {installed}"
+    assert rocky_driver_state(fleet, host) == reference

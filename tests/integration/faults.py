@@ -1,0 +1,149 @@
+"""Faults injected into a running converge on a sandbox host: the controller killed (SIGKILL, as
+a CI job's timeout or a lost session does; SIGINT, as Ctrl-C does), and the host's power cut,
+at a chosen moment (a line of Ansible's output, a test on the host, a file a package manager
+writes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+from tests.integration.ansible import CHECKOUT_CONTROLLER, playbook_argv
+
+Fault = Callable[[subprocess.Popen], None]
+
+# Run on the host by its python3: once `written` exists, stop the process holding the write lock
+# on `lock` (the package database's) and its children where they are, and write which it was
+# to `marker`. Python looks every half millisecond without starting a process each time.
+_STOP_THE_LOCK_HOLDER = r"""
+import os, signal, sys, time
+lock, written, marker = sys.argv[1:]
+inode = os.stat(lock).st_ino
+looked = 0
+while not os.path.exists(written):
+    looked += 1
+    time.sleep(0.0005)
+holder = None
+with open("/proc/locks") as locks:
+    for line in locks:
+        fields = line.split()
+        if fields[1] != "->" and fields[3] == "WRITE" and fields[5].endswith(f":{inode}"):
+            holder = int(fields[4])
+            break
+if holder:
+    os.kill(holder, signal.SIGSTOP)
+    for stat in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{stat}/stat") as status:
+                parent = int(status.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == holder:
+            os.kill(int(stat), signal.SIGSTOP)
+    with open(f"/proc/{holder}/comm") as comm:
+        said = f"{holder} {comm.read().strip()}"
+else:
+    with open("/proc/locks") as locks:
+        said = f"none (looked {looked} times; locks: {locks.read()!r})"
+with open(marker + ".new", "w") as out:
+    out.write(said)
+os.rename(marker + ".new", marker)
+"""
+# on the disk, not in /run: read after the host is booted again
+_MARKER = "/var/tmp/hostcheck-fault-frozen"
+_WATCHER = "/var/tmp/hostcheck-fault-watch.py"
+
+
+def interrupted_run(
+    fleet,
+    host,
+    fault: Fault,
+    *,
+    playbook: str = "site.yml",
+    extra_vars: dict | None = None,
+    tags: str | None = None,
+    limit: str | None = None,
+    on_host: str = "",
+    on_line: str = "",
+    wait: float = 900,
+) -> list[str]:
+    """Start ansible-playbook and, the moment `on_host` (a shell test on the host) succeeds or
+    a line of its output contains `on_line`, call fault(process): the controller's end or the
+    host's. Returns the output's lines up to then; fails the test when the run ended before
+    the moment came."""
+    argv = playbook_argv(fleet, playbook, extra_vars, limit=limit, tags=tags)
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,  # a pytest-xdist worker's is non-blocking: Ansible refuses it
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=CHECKOUT_CONTROLLER.environment(
+            ANSIBLE_FORCE_COLOR="0", ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3"
+        ),
+        cwd=CHECKOUT_CONTROLLER.cwd,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + wait
+    try:
+        while True:
+            if on_line and any(on_line in line for line in lines):
+                break
+            if on_host and fleet.ssh(host, on_host, timeout=30).returncode == 0:
+                break
+            assert process.poll() is None, "the run ended first:\n" + "".join(lines[-40:])
+            assert time.monotonic() < deadline, "the moment never came:\n" + "".join(lines[-40:])
+            time.sleep(0.2)
+        seen = list(lines)
+        fault(process)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=120)
+        reader.join(timeout=30)
+    return seen
+
+
+def signal_controller(sig: int) -> Fault:
+    """The controller's end: `sig` to ansible-playbook's whole process group, its ssh
+    connections included (SIGINT: Ctrl-C in a terminal; SIGKILL: a CI job's timeout)."""
+
+    def fault(process):
+        os.killpg(process.pid, sig)
+        process.wait(timeout=120)
+
+    return fault
+
+
+def power_cut(fleet, host) -> Fault:
+    """The host's end: every process of the host SIGKILLed at once (Fleet.stop)."""
+    return lambda process: fleet.stop(host)
+
+
+def freeze_when_written(fleet, host, lock: str, written: str) -> str:
+    """Start a watcher on the host that freezes the holder of the package database's write lock
+    (`lock`: /var/lib/dpkg/lock, /var/lib/rpm/.rpm.lock) and its children the moment `written`,
+    a file one of the packages installs, exists: a transaction held in its middle, for a
+    power cut there (tiny packages install in milliseconds, faster than a test over SSH can
+    look). Returns a test for the host that succeeds once it has; then frozen(fleet, host)
+    says which process it froze."""
+    started = fleet.ssh(
+        host,
+        f"rm -f {_MARKER}; cat > {_WATCHER} <<'EOF'\n{_STOP_THE_LOCK_HOLDER}EOF\n"
+        f"setsid timeout 900 python3 {_WATCHER} {lock} {written} {_MARKER}"
+        " </dev/null >/dev/null 2>&1 &",
+    )
+    assert started.returncode == 0, started.stderr
+    return f"test -e {_MARKER}"
+
+
+def frozen(fleet, host) -> str:
+    """What freeze_when_written froze: "pid name", or "none ..." when nothing held the lock."""
+    return fleet.ssh(host, f"cat {_MARKER}").stdout.strip()
