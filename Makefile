@@ -25,12 +25,13 @@ BROWSER_PACKAGES := chromium
 # start their own Prometheus; the package's service is kept from starting on this machine).
 MONITORING_PACKAGES := prometheus
 
-.PHONY: help venv collection-link sandbox-tools browser monitoring-tools test unit integration lint demo sandbox-up sandbox-down \
+.PHONY: help venv collection-link sandbox-tools browser monitoring-tools test test-faults unit integration lint demo sandbox-up sandbox-down \
 	sandbox-status clean
 
 help:
 	@echo "make demo              bring up $(HOSTS) sandbox hosts of mixed OS kinds, provision them (site.yml), audit them"
 	@echo "make test              install into .venv and run the whole test suite"
+	@echo "make test-faults       only the fault tests (killed runs, power cuts, locks, a full disk; part of make test)"
 	@echo "make lint              ruff and ansible-lint"
 	@echo "make sandbox-up HOSTS=3 [OS=debian12,ubuntu2404,rocky9] | sandbox-status | sandbox-down"
 
@@ -83,6 +84,9 @@ monitoring-tools:
 
 test: $(STAMP) collection-link sandbox-tools browser monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=15 tests
+
+test-faults: $(STAMP) collection-link sandbox-tools monitoring-tools
+	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile -m faults tests/integration
 
 unit: $(STAMP) browser monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit

@@ -35,7 +35,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_stagin
     dataset_staging_disk_plan,
     dataset_staging_settings,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,
@@ -65,12 +64,6 @@ folder=$1
 while [ ! -e "$folder" ]; do folder=$(dirname "$folder"); done
 df -B1 --output=size,target "$folder" | tail -n 1
 """
-
-
-def checked_settings(given: dict, numbers: dict, ranges: dict, os_family: str) -> dict:
-    """The numeric variables against their ranges (vars/main.yml), then all of them together."""
-    numbers_in_range(numbers, ranges)
-    return dataset_staging_settings(given, os_family)
 
 
 def refuse(refusals: list[str]) -> None:

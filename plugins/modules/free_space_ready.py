@@ -120,8 +120,9 @@ def file_systems(paths: list[dict], min_free: int, mount_points: list[str]) -> l
                 "what": [],
                 "short": free < min_free or inodes == 0,
             }
-        found[device]["paths"].append(entry["path"])
-        found[device]["what"].append(entry["what"])
+        if entry["path"] not in found[device]["paths"]:  # hostcheck's venv is the training venv
+            found[device]["paths"].append(entry["path"])
+            found[device]["what"].append(entry["what"])
     return list(found.values())
 
 

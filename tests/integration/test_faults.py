@@ -22,7 +22,7 @@ from tests.integration.ansible import run_playbook
 from tests.integration.faults import interrupted_run, power_cut, signal_controller
 from tests.sandbox.oskinds import KINDS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 TAGS = "shm,ulimits,pillow_simd,hostcheck"
 VENV = "/opt/venvs/train"
 PILLOW_SIMD = "12.1.1.post0"

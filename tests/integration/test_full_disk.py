@@ -12,7 +12,7 @@ import pytest
 from tests.integration.ansible import run_playbook
 from tests.sandbox.oskinds import KINDS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 TAGS = "shm,ulimits"
 LIMITS_FILE = "/etc/security/limits.d/90-hostcheck-training.conf"
 MANAGED = f"/etc/fstab {LIMITS_FILE} /etc/systemd/system.conf.d/90-hostcheck-training.conf"

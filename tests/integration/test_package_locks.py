@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.ansible import run_playbook
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 PLAYBOOK = "tests/integration/playbooks/package_lock.yml"
 WAIT_TASK = (
     "hostcheck : Wait for other installs to let go of the package manager (apt-daily, "

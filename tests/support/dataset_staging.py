@@ -9,10 +9,11 @@ import uuid
 from pathlib import Path
 
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_validate import (
-    GIVEN,
-    checked_settings,
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_validate import GIVEN
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
+    dataset_staging_settings,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range
 
 from tests.paths import CHECKOUT
 
@@ -25,11 +26,12 @@ def defaults() -> dict:
 
 
 def settings(os_family: str = "Debian", **changes) -> dict:
+    """The role's settings from its defaults and `changes`, checked as its validation does:
+    the numbers against their ranges (vars/main.yml), then all of them together."""
     given = {key: defaults()[f"dataset_staging_{key}"] for key in GIVEN}
     given.update(changes)
-    return checked_settings(
-        given, {"dataset_staging_parallel": given["parallel"]}, RANGES, os_family
-    )
+    numbers_in_range({"dataset_staging_parallel": given["parallel"]}, RANGES)
+    return dataset_staging_settings(given, os_family)
 
 
 def write_dataset(root: Path) -> dict[str, bytes]:

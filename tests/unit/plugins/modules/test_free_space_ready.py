@@ -50,6 +50,16 @@ def test_paths_on_one_file_system_are_read_once_with_what_statvfs_says(tmp_path)
     assert huge["mount_point"] == "/" and huge["short"] is True
 
 
+def test_a_path_given_twice_is_named_once(tmp_path):
+    venv = str(tmp_path / "opt/venvs/train")
+    paths = [
+        {"path": venv, "what": "the training venv"},
+        {"path": venv, "what": "hostcheck's venv"},
+    ]
+    (found,) = module.file_systems(paths, min_free=0, mount_points=["/"])
+    assert (found["paths"], found["what"]) == ([venv], ["the training venv"])
+
+
 def test_a_path_not_made_yet_is_judged_by_the_nearest_folder_that_exists(tmp_path):
     assert module.nearest_existing(str(tmp_path / "a/b/c")) == str(tmp_path.resolve())
     assert module.mount_point("/etc/security", ["/", "/et", "/etc"]) == "/etc"
