@@ -142,18 +142,13 @@ def run_playbook(
     fleet: Fleet,
     playbook: str = "site.yml",
     extra_vars: dict | None = None,
-    check: bool = False,
-    diff: bool = False,
-    limit: str | None = None,
-    tags: str | None = None,
+    *,
     timeout: float = 2700,  # a hung run's stop: site.yml on six kinds took 27.5 min in the suite
-    forks: int | None = None,
     controller: Controller = CHECKOUT_CONTROLLER,
-    inventory: Path | None = None,
+    **options,
 ) -> PlaybookRun:
-    argv = playbook_argv(
-        fleet, playbook, extra_vars, check, diff, limit, tags, forks, controller, inventory
-    )
+    """Run ansible-playbook (options: those of playbook_argv) and read its json output."""
+    argv = playbook_argv(fleet, playbook, extra_vars, controller=controller, **options)
     env = controller.environment(
         ANSIBLE_STDOUT_CALLBACK="json",
         ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
