@@ -33,6 +33,10 @@ options:
         description: What the roles write there, named in the message.
         type: str
         required: true
+      set_by:
+        description: The variable that gave the path, named when the path is not absolute.
+        type: str
+        default: ""
   min_free:
     description:
       - The least space each file system must have available, a size such as C(256MiB) or a
@@ -151,6 +155,7 @@ def main() -> None:
                 "options": {
                     "path": {"type": "path", "required": True},
                     "what": {"type": "str", "required": True},
+                    "set_by": {"type": "str", "default": ""},
                 },
             },
             "min_free": {"type": "raw", "required": True},
@@ -165,7 +170,8 @@ def main() -> None:
         module.fail_json(msg=f"{params['variable']}: {error}")
     for entry in params["paths"]:
         if not os.path.isabs(entry["path"]):
-            module.fail_json(msg=f"free_space_ready: {entry['path']} is not an absolute path")
+            named = entry["set_by"] or "free_space_ready"
+            module.fail_json(msg=f"{named}: {entry['path']} is not an absolute path")
     with open("/proc/self/mountinfo") as handle:
         mount_points = [m["mount_point"] for m in parse_mountinfo(handle.read())]
     systems = file_systems(params["paths"], min_free, mount_points)

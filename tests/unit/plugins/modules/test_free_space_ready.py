@@ -3,14 +3,19 @@ folders, and as root a small tmpfs filled to the last byte or the last inode).""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules import free_space_ready as module
 
+from tests import collection_link
+
 MiB = 2**20
+COLLECTIONS = collection_link.ensure().parents[2]
 
 
 @pytest.fixture
@@ -92,3 +97,25 @@ def test_no_free_inode_is_short_whatever_the_space(small_tmpfs):
     assert "it has no free inodes, and the roles need at least one free inode there" in (
         module.refusal(full, 0, "provision_min_free_space")
     )
+
+
+def test_a_relative_path_is_refused_naming_the_variable_that_gave_it(tmp_path):
+    """As Ansible runs the module: its file with the arguments, JSON on stdout."""
+    args = {
+        "paths": [
+            {"path": "/etc", "what": "configuration"},
+            {"path": "venvs/train", "what": "pillow-simd's venv", "set_by": "pillow_simd_venv"},
+        ],
+        "min_free": "1MiB",
+    }
+    (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    done = subprocess.run(
+        [sys.executable, module.__file__, str(tmp_path / "args.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(COLLECTIONS)},
+    )
+    result = json.loads(done.stdout)
+    assert result["failed"] is True
+    assert result["msg"] == "pillow_simd_venv: venvs/train is not an absolute path"
