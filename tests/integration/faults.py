@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from tests.integration.ansible import CHECKOUT_CONTROLLER, playbook_argv
+from tests.integration.ansible import CHECKOUT_CONTROLLER, playbook_argv, run_playbook
 
 Fault = Callable[[subprocess.Popen], None]
 
@@ -20,7 +20,7 @@ Fault = Callable[[subprocess.Popen], None]
 # on `lock` (the package database's) and its children where they are, and write which it was
 # to `marker`. Python looks every half millisecond without starting a process each time.
 _STOP_THE_LOCK_HOLDER = r"""
-import os, signal, sys, time
+import os, signal, subprocess, sys, time
 lock, written, marker = sys.argv[1:]
 inode = os.stat(lock).st_ino
 looked = 0
@@ -36,14 +36,7 @@ with open("/proc/locks") as locks:
             break
 if holder:
     os.kill(holder, signal.SIGSTOP)
-    for stat in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{stat}/stat") as status:
-                parent = int(status.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == holder:
-            os.kill(int(stat), signal.SIGSTOP)
+    subprocess.run(["pkill", "-STOP", "-P", str(holder)], check=False)
     with open(f"/proc/{holder}/comm") as comm:
         said = f"{holder} {comm.read().strip()}"
 else:
@@ -109,6 +102,16 @@ def interrupted_run(
         process.wait(timeout=120)
         reader.join(timeout=30)
     return seen
+
+
+def converges_then_changes_nothing(fleet, host, playbook: str = "site.yml", **options) -> None:
+    """After a fault: the next run (run_playbook's options) must succeed and the one after it
+    change nothing on the host."""
+    second = run_playbook(fleet, playbook, **options)
+    assert second.returncode == 0, second.failure_text(host.name)
+    third = run_playbook(fleet, playbook, **options)
+    assert third.returncode == 0, third.failure_text(host.name)
+    assert third.changed(host.name) == 0, third.changed_tasks(host.name)
 
 
 def signal_controller(sig: int) -> Fault:

@@ -18,8 +18,12 @@ import signal
 import pytest
 
 from hostcheck import __version__
-from tests.integration.ansible import run_playbook
-from tests.integration.faults import interrupted_run, power_cut, signal_controller
+from tests.integration.faults import (
+    converges_then_changes_nothing,
+    interrupted_run,
+    power_cut,
+    signal_controller,
+)
 from tests.sandbox.oskinds import KINDS
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -104,11 +108,7 @@ def expected_state(size: str = "50%", limits: str = "") -> dict:
 
 def recovered(fleet, host, extra_vars) -> dict:
     """The next converge succeeds, the one after changes nothing; the host's state."""
-    second = run_playbook(fleet, "site.yml", extra_vars, tags=TAGS, timeout=1500)
-    assert second.returncode == 0, second.messages(host.name) or second.stderr[-3000:]
-    third = run_playbook(fleet, "site.yml", extra_vars, tags=TAGS, timeout=900)
-    assert third.returncode == 0, third.messages(host.name) or third.stderr[-3000:]
-    assert third.changed(host.name) == 0, third.changed_tasks(host.name)
+    converges_then_changes_nothing(fleet, host, extra_vars=extra_vars, tags=TAGS, timeout=1500)
     return host_state(fleet, host)
 
 

@@ -12,7 +12,13 @@ import platform
 import pytest
 
 from tests.integration.ansible import run_playbook
-from tests.integration.faults import freeze_when_written, frozen, interrupted_run, power_cut
+from tests.integration.faults import (
+    converges_then_changes_nothing,
+    freeze_when_written,
+    frozen,
+    interrupted_run,
+    power_cut,
+)
 from tests.integration.test_role_nvidia_driver import FAKE, PLAYBOOK
 from tests.sandbox.fakegpu import GPU
 from tests.sandbox.lookalike_rocky import build_cuda_repo
@@ -167,11 +173,7 @@ def cut_short_and_recovered(
     holder = frozen(fleet, host)
     assert not holder.startswith("none"), f"nothing held {lock} when {module} was written: {holder}"
     found = sh(fleet, host, left)
-    second = run_playbook(fleet, PLAYBOOK, extra_vars=extra_vars, limit=host.name)
-    assert second.returncode == 0, second.failure_text(host.name)
-    third = run_playbook(fleet, PLAYBOOK, extra_vars=extra_vars, limit=host.name)
-    assert third.returncode == 0, third.failure_text(host.name)
-    assert third.changed(host.name) == 0, third.changed_tasks(host.name)
+    converges_then_changes_nothing(fleet, host, PLAYBOOK, extra_vars=extra_vars, limit=host.name)
     return holder, found
 
 
