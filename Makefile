@@ -25,7 +25,7 @@ BROWSER_PACKAGES := chromium
 # start their own Prometheus; the package's service is kept from starting on this machine).
 MONITORING_PACKAGES := prometheus
 
-.PHONY: help venv collection-link sandbox-tools browser monitoring-tools test test-faults unit integration lint demo sandbox-up sandbox-down \
+.PHONY: help venv collection-link sandbox-tools browser monitoring-tools test test-faults unit integration lint costs demo sandbox-up sandbox-down \
 	sandbox-status clean
 
 help:
@@ -33,6 +33,7 @@ help:
 	@echo "make test              install into .venv and run the whole test suite"
 	@echo "make test-faults       only the fault tests (killed runs, power cuts, locks, a full disk; part of make test)"
 	@echo "make lint              ruff and ansible-lint"
+	@echo "make costs             each test module's wall and CPU time in the last run, costliest first"
 	@echo "make sandbox-up HOSTS=3 [OS=debian12,ubuntu2404,rocky9] | sandbox-status | sandbox-down"
 
 $(STAMP): pyproject.toml Makefile
@@ -93,6 +94,9 @@ unit: $(STAMP) browser monitoring-tools
 
 integration: $(STAMP) collection-link sandbox-tools monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder tests/integration
+
+costs: $(STAMP)
+	$(BIN)/python -m tests.costs
 
 sandbox-up: $(STAMP) collection-link sandbox-tools
 	$(SANDBOX) up --hosts $(HOSTS) $(if $(OS),--os $(OS))

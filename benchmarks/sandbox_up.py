@@ -72,7 +72,7 @@ def main() -> int:
         shutil.rmtree(scratch)
     fleet = Fleet(instance="bench", log=lambda message: None)
     start = time.monotonic()
-    rootfs.ensure_rootfs(fleet.cache, log=print)
+    rootfs.ensure_rootfs(fleet.shared_cache, log=print)
     print(f"warm cache check: {time.monotonic() - start:.2f} s\n")
     print(
         f"{'hosts':>5} {'up s':>7} {'s/host':>7} {'down s':>7} {'MiB RAM/host':>13} "

@@ -19,10 +19,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.integration.ansible import run_playbook
+from tests.paths import MACHINE_CACHE
 from tests.sandbox import oskinds
-from tests.sandbox.fleet import CHECKOUT, Fleet
+from tests.sandbox.fleet import Fleet
 
-WHEEL_CACHE = CHECKOUT / ".cache/pillow_simd/wheels"
+WHEEL_CACHE = MACHINE_CACHE / "pillow_simd" / "wheels"
 
 
 def timed(fleet: Fleet) -> tuple[float, int, int]:

@@ -1,14 +1,19 @@
 """The checkout as the collection hostcheck.gpu_hosts for ansible-playbook, and the suite's
 timeline: which module ran in which pytest worker, from when to when, so the critical path of
-`make test` (modules side by side in JOBS workers) is visible at the end; and the count of the
-faults the fault tests injected and recovered from (each test's `fault` property)."""
+`make test` (modules side by side in JOBS workers) is visible at the end; the count of the
+faults the fault tests injected and recovered from (each test's `fault` property); and each
+module's wall and CPU time in the run's cost ledger (tests/costs.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from pathlib import Path
 
-from tests import collection_link
+import pytest
+
+from tests import collection_link, costs
 
 # The collection's plugins import their shared code as ansible_collections.hostcheck.gpu_hosts
 # (a namespace package, as Ansible loads them); the link makes that name importable here too.
@@ -21,6 +26,51 @@ sys.path.insert(0, str(collection_link.ensure().parents[2]))
 LONGEST_FIRST = ("tests/integration/test_os_matrix.py", "tests/integration/test_faults.py")
 
 _START = time.time()
+_LEDGER: list[costs.Ledger] = []  # this process's, when it runs tests of a recorded run
+LEDGER_PATH = pytest.StashKey[Path]()
+
+
+def pytest_configure(config) -> None:
+    """The first pytest process of a run makes the ledger; its xdist workers (or itself, without
+    workers) record into it; a pytest started by a test records nothing."""
+    worker = getattr(config, "workerinput", None)
+    if worker is None and os.environ.get(costs.LEDGER_ENVIRONMENT):
+        return
+    if worker is None:
+        path = costs.new_ledger(sys.argv)
+        os.environ[costs.LEDGER_ENVIRONMENT] = str(path)
+        config.stash[LEDGER_PATH] = path
+        if getattr(config.option, "numprocesses", None):
+            return
+    _LEDGER.append(
+        costs.Ledger(
+            Path(os.environ[costs.LEDGER_ENVIRONMENT]),
+            worker["workerid"] if worker else "main",
+        )
+    )
+
+
+def pytest_unconfigure(config) -> None:
+    while _LEDGER:
+        _LEDGER.pop().close()
+    if LEDGER_PATH in config.stash:
+        costs.remove_empty_cgroups()  # the workers' (the first run's process outlives them)
+
+
+def _module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    ledger = _LEDGER[0] if _LEDGER else None
+    module = _module_of(item.nodeid)
+    if ledger is not None and (ledger.current is None or ledger.current.module != module):
+        ledger.finish()
+        ledger.start(module)
+    yield
+    if ledger is not None and (nextitem is None or _module_of(nextitem.nodeid) != module):
+        ledger.finish()
 
 
 def pytest_collection_modifyitems(items) -> None:
@@ -32,6 +82,8 @@ _FAULTS: dict[str, tuple[str, bool]] = {}  # test: (the fault, recovered)
 
 
 def pytest_runtest_logreport(report) -> None:
+    if _LEDGER and (report.when == "call" or report.outcome != "passed"):
+        _LEDGER[0].outcome(_module_of(report.nodeid), report.outcome)
     worker = getattr(getattr(report, "node", None), "gateway", None)
     worker_id = worker.id if worker is not None else "main"
     module = report.nodeid.split("::", 1)[0]
@@ -47,7 +99,11 @@ def pytest_runtest_logreport(report) -> None:
         _FAULTS[report.nodeid] = (fault, ok and report.passed)
 
 
-def pytest_terminal_summary(terminalreporter) -> None:
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    ledger = config.stash.get(LEDGER_PATH, None)
+    if ledger is not None and ledger.exists() and costs.read(ledger)[1]:
+        terminalreporter.section("cost per module, costliest first (python -m tests.costs)")
+        terminalreporter.write_line(costs.table(ledger, top=15))
     if _FAULTS:
         recovered = sum(ok for _, ok in _FAULTS.values())
         terminalreporter.section(f"faults: {len(_FAULTS)} injected, {recovered} recovered")

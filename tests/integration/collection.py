@@ -8,6 +8,7 @@ requires_ansible claims (the newest patch release of that minor version)."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
 import re
@@ -21,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT, Controller
+from tests.paths import MACHINE_CACHE
 
 GALAXY = yaml.safe_load((CHECKOUT / "galaxy.yml").read_text())
 
@@ -107,7 +109,8 @@ def sanity(tarball: Path, folder: Path, *tests: str) -> subprocess.CompletedProc
     """`ansible-test sanity` (the tests that need no container) on the built collection, as
     published: the tarball unpacked under ansible_collections/hostcheck/gpu_hosts with the
     checkout's tests/sanity ignore files, in a git repository of its own (ansible-test lists the
-    files through git). Its HOME is a folder of the checkout's .cache, holding GET_PIP."""
+    files through git). Its HOME, holding GET_PIP and the venvs ansible-test makes (keyed by
+    their requirements), is in the machine-wide cache; one sanity run at a time uses it."""
     root = folder / "ansible_collections" / GALAXY["namespace"] / GALAXY["name"]
     root.mkdir(parents=True)
     with tarfile.open(tarball) as archive:
@@ -115,24 +118,26 @@ def sanity(tarball: Path, folder: Path, *tests: str) -> subprocess.CompletedProc
     shutil.copytree(CHECKOUT / "tests" / "sanity", root / "tests" / "sanity")
     for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "built collection"]):
         run(["git", "-c", "user.name=sanity", "-c", "user.email=sanity@localhost", *argv], root)
-    home = CHECKOUT / ".cache" / "ansible-test-home"
+    home = MACHINE_CACHE / "ansible-test-home"
     from ansible_test._internal.python_requirements import get_venv_packages
 
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     pip = get_venv_packages(types.SimpleNamespace(version=version))["pip"]
     stand_in = home / ".ansible" / "test" / "cache" / f"get_pip_{pip.replace('.', '_')}.py"
     stand_in.parent.mkdir(parents=True, exist_ok=True)
-    stand_in.write_text(GET_PIP)
     selected = [arg for test in tests for arg in ("--test", test)]
-    return subprocess.run(
-        [str(ANSIBLE_BIN / "ansible-test"), "sanity", "--python", version, "--requirements",
-         "--color", "no", *selected],
-        cwd=root,
-        env={**os.environ, "HOME": str(home), "LC_ALL": "C.UTF-8"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stand_in.write_text(GET_PIP)
+        return subprocess.run(
+            [str(ANSIBLE_BIN / "ansible-test"), "sanity", "--python", version, "--requirements",
+             "--color", "no", *selected],
+            cwd=root,
+            env={**os.environ, "HOME": str(home), "LC_ALL": "C.UTF-8"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )  # fmt: skip
 
 
 def core_version(controller: Controller) -> str:

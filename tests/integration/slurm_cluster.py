@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from tests.paths import MACHINE_CACHE
 from tests.sandbox import rootfs
 from tests.sandbox.fleet import Fleet, Host
 from tests.sandbox.oskinds import KINDS
@@ -92,9 +93,7 @@ class SlurmCluster:
         self.port = port or cluster_port(fleet.id)
         self.log = log or fleet.log
         self.timings: dict[str, float] = {}
-        self.deb_cache = (
-            fleet.cache.parent / "slurm" / f"debs-{rootfs.cache_key(KINDS['debian12'])}.tar"
-        )
+        self.deb_cache = MACHINE_CACHE / "slurm" / f"debs-{rootfs.cache_key(KINDS['debian12'])}.tar"
 
     # --- commands --------------------------------------------------------------------------
 
@@ -163,9 +162,10 @@ class SlurmCluster:
         return PACKAGES + (CONTROLLER_PACKAGES if host is self.controller else ())
 
     def install_packages(self) -> None:
-        """dpkg -i of the .deb files an earlier run kept in .cache/slurm (one set per root file
-        system), else apt-get update and install, keeping the files. Both took 4-5 s with this
-        machine lightly loaded; busy (load 6-9 on 2 CPUs), apt-get took 20-25 s, dpkg 5-11."""
+        """dpkg -i of the .deb files an earlier run kept in the machine-wide cache (one set per
+        root file system), else apt-get update and install, keeping the files. Both took 4-5 s
+        with this machine lightly loaded; busy (load 6-9 on 2 CPUs), apt-get took 20-25 s, dpkg
+        5-11."""
         cached = self.deb_cache.exists()
         if cached:
             debs = self.deb_cache.read_bytes()

@@ -14,7 +14,8 @@ import pytest
 
 from tests.integration.ansible import run_module
 from tests.integration.conftest import sandbox_unavailable
-from tests.sandbox.fleet import CHECKOUT, Fleet, _marked_processes, address_prefix
+from tests.sandbox import budget
+from tests.sandbox.fleet import CHECKOUT, Fleet, _marked_processes, address_prefix, running_hosts
 
 pytestmark = pytest.mark.integration
 MiB = 2**20
@@ -186,6 +187,18 @@ def test_teardown_after_a_harness_killed_mid_start_leaves_nothing(fleet, hosts):
     )
     assert again.stdout.strip() == "sandbox down: nothing to do"
     assert all(row["ssh"] for row in fleet.status())  # the fleet beside it is untouched
+
+
+def test_each_host_holds_fewer_inotify_instances_than_the_budget_books(fleet, hosts):
+    """The budget (tests/sandbox/budget.py) books HOST_PEAK instances a host; a booted host
+    holds its systemd's, dbus's and logind's, a systemctl call one more while it runs."""
+    run = fleet.ssh(hosts[0], "systemctl daemon-reload && systemctl restart systemd-logind")
+    assert run.returncode == 0, run.stderr
+    held = {host.name: budget.inotify_instances(host.init_pid) for host in hosts}
+    assert all(3 <= count <= budget.HOST_PEAK - 2 for count in held.values()), held
+    # every fleet booted through the budget, so the limit holds all running hosts at their peak
+    limit = int(budget.INSTANCES.read_text())
+    assert limit >= budget.instances_needed(running_hosts(), 0), (limit, running_hosts())
 
 
 def test_no_mount_of_the_harness_is_visible_on_this_machine(fleet):

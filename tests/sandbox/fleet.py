@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tests.sandbox import oskinds, rootfs, sources
+from tests.paths import MACHINE_CACHE
+from tests.sandbox import budget, oskinds, rootfs, sources
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 MARKER = "HOSTCHECK_SANDBOX"
@@ -88,12 +89,15 @@ class Fleet:
         os_kinds: list[oskinds.OsKind] | str | None = None,
         byte_compile: bool = False,
         root_space: str | None = None,
+        shared_cache: Path | None = None,
         log=print,
     ) -> None:
         self.checkout = checkout.resolve()
         self.instance = instance
         self.id = fleet_id(self.checkout, instance)
         self.cache = self.checkout / ".cache" / "sandbox"
+        # root file systems, ccache and sources files: shared by every checkout on this machine
+        self.shared_cache = shared_cache or MACHINE_CACHE / "sandbox"
         if instance == "main":
             self.folder = self.cache / "fleet"
             self.inventory = self.checkout / "inventory" / "sandbox" / "hosts.yml"
@@ -147,7 +151,9 @@ class Fleet:
         kinds = oskinds.for_hosts(count, self.os_kinds)
         distinct = list(dict.fromkeys(kinds))
         with ThreadPoolExecutor(max_workers=len(distinct)) as pool:
-            built = pool.map(lambda k: rootfs.ensure_rootfs(self.cache, k, log=self.log), distinct)
+            built = pool.map(
+                lambda k: rootfs.ensure_rootfs(self.shared_cache, k, log=self.log), distinct
+            )
             roots = dict(zip([k.name for k in distinct], built))
         self.folder.mkdir(parents=True, exist_ok=True)
         subprocess.run(
@@ -166,7 +172,7 @@ class Fleet:
             check=True,
         )
         shared = sources.shared_read_only()
-        (self.cache / "ccache").mkdir(parents=True, exist_ok=True)
+        (self.shared_cache / "ccache").mkdir(parents=True, exist_ok=True)
         prefix = address_prefix(self.id)
         hosts = [
             Host(
@@ -182,12 +188,13 @@ class Fleet:
         for host in hosts:
             self._prepare(host, roots[host.os], shared)
             self._save(hosts)
-        for host in hosts:
-            self._start(host)
-            self._save(hosts)
-        self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
-        with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
-            list(pool.map(self._wait_ready, hosts))
+        with budget.booking(running_hosts, count, log=self.log):
+            for host in hosts:
+                self._start(host)
+                self._save(hosts)
+            self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
+            with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
+                list(pool.map(self._wait_ready, hosts))
         self._save(hosts)
         self._write_inventory(hosts)
         self.log(
@@ -276,7 +283,7 @@ class Fleet:
         debian_sources = str(sources.DEBIAN_SOURCES)
         binds = [
             (
-                str(sources.debian_sources_file(kind.suite, self.cache))
+                str(sources.debian_sources_file(kind.suite, self.shared_cache))
                 if path == debian_sources
                 else path,
                 path,
@@ -291,7 +298,7 @@ class Fleet:
             "merged": str(folder / "merged"),
             "disks": host.disks,
             "binds": binds,
-            "binds_rw": [(str(self.cache / "ccache"), CCACHE_FOLDER)],
+            "binds_rw": [(str(self.shared_cache / "ccache"), CCACHE_FOLDER)],
             "marker": f"{MARKER}={self.folder}/{host.name}",
             "cgroups": [str(Path(root) / host.name) for root in self._cgroup_roots()],
         }
@@ -370,10 +377,12 @@ class Fleet:
             f"      -o UserKnownHostsFile={self.known_hosts}",
             "      -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes",
             "    sandbox: true",
-            # hostcheck from this checkout, pillow-simd wheels cached in it (tests share them)
+            # hostcheck from this checkout; its wheels and pillow-simd's in the machine-wide
+            # cache (keyed by source tree, and by OS, Python and CPU flags), shared by all runs
             '    hostcheck_wheel: ""',
             f"    hostcheck_build_source: {self.checkout}",
-            f"    pillow_simd_wheel_cache: {self.cache.parent / 'pillow_simd' / 'wheels'}",
+            f"    hostcheck_build_cache: {MACHINE_CACHE / 'hostcheck-wheels'}",
+            f"    pillow_simd_wheel_cache: {MACHINE_CACHE / 'pillow_simd' / 'wheels'}",
             "  children:",
             "    gpu_nodes:",
             "      hosts:",
@@ -599,6 +608,11 @@ def _kill_marked(chosen, timeout: float = 10.0) -> list[int]:
                 os.kill(pid, signal.SIGKILL)
         killed += [pid for pid in mine if pid not in killed]
         time.sleep(0.02)
+
+
+def running_hosts() -> int:
+    """Sandbox hosts running on this machine, of every fleet and checkout (their markers)."""
+    return len({mark for _, mark in _marked_processes()})
 
 
 def _alive(pid: int) -> bool:

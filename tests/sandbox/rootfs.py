@@ -1,6 +1,8 @@
 """The root file system of each OS kind (tests/sandbox/oskinds.py), built once with mmdebstrap
-and cached under .cache/sandbox/rootfs/<kind>-<key>: rebuilt only when what goes into it
-changes. Every root boots systemd; look-alikes are then given their distribution's identity."""
+and cached in the machine-wide cache (tests/paths.py) under sandbox/rootfs/<kind>-<key>: rebuilt
+only when what goes into it changes. Every root boots systemd; look-alikes are then given their
+distribution's identity. Checkouts with different recipes share the folder: a build of another
+recipe is removed only when no host runs on it and no run has used it for KEEP_UNUSED_DAYS."""
 
 from __future__ import annotations
 
@@ -128,20 +130,35 @@ def cache_key(kind: OsKind) -> str:
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
+KEEP_UNUSED_DAYS = 7
+
+
 def ensure_rootfs(cache: Path, kind: OsKind = KINDS["debian12"], log=print) -> Path:
-    """The cached root of this kind for the current recipe, built if missing; older builds of
-    the kind are removed. Fleets started in parallel (pytest workers) wait for one build."""
+    """The cached root of this kind for the current recipe, built if missing. Fleets started
+    in parallel (pytest workers, other checkouts) wait for one build."""
     base = cache / "rootfs"
     target = base / f"{kind.name}-{cache_key(kind)}"
     done_marker = target / "etc" / "os-release"
+    base.mkdir(parents=True, exist_ok=True)
+    _used_stamp(target).touch()
     if done_marker.exists():
         return target
-    base.mkdir(parents=True, exist_ok=True)
     with open(base.parent / f".rootfs-{kind.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if done_marker.exists():
             return target
         return _build(base, target, kind, log)
+
+
+def _used_stamp(root: Path) -> Path:
+    return root.with_name(f".used-{root.name}")
+
+
+def _stale(root: Path, now: float) -> bool:
+    """Another recipe's build that no run has asked for in KEEP_UNUSED_DAYS and no host runs on."""
+    stamp = _used_stamp(root)
+    used = stamp.stat().st_mtime if stamp.exists() else 0.0
+    return now - used > KEEP_UNUSED_DAYS * 86400 and not _in_use(root)
 
 
 def _in_use(root: Path) -> bool:
@@ -160,9 +177,11 @@ def _in_use(root: Path) -> bool:
 def _build(base: Path, target: Path, kind: OsKind, log) -> Path:
     if shutil.which("mmdebstrap") is None:
         raise RuntimeError("mmdebstrap is not installed (apt-get install mmdebstrap)")
-    for stale in base.glob(f"{kind.name}-*"):
-        if not _in_use(stale):
-            shutil.rmtree(stale, ignore_errors=True)
+    now = time.time()
+    for other in base.glob(f"{kind.name}-*"):
+        if other != target and _stale(other, now):
+            shutil.rmtree(other, ignore_errors=True)
+            _used_stamp(other).unlink(missing_ok=True)
     building = base / f".building-{target.name}"
     shutil.rmtree(building, ignore_errors=True)
     wanted = packages(kind)

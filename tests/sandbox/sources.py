@@ -114,5 +114,8 @@ def debian_sources_file(suite: str, folder: Path) -> Path:
     path = folder / f"{suite}{'.sources' if DEBIAN_SOURCES.exists() else '.list'}"
     text = debian_sources_text(suite)
     if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+        # renamed into place: a fleet of another run may be reading it
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(text)
+        partial.replace(path)
     return path

@@ -1,0 +1,251 @@
+"""What each test module costs: wall time and CPU time, written by every suite run to a ledger
+under .cache/test-costs/, and printed ranked by cost.
+
+    python -m tests.costs [LEDGER] [--top N]   # the newest run's ledger unless one is named
+
+A module's CPU is everything its pytest worker and what it started spent while the module ran:
+the worker moves itself into a cgroup of its own (cgroup v2, on this machine's unified
+hierarchy), under which the fleets' hosts make theirs (tests/sandbox/fleet.py), so the
+cgroup's usage counts the worker, ansible-playbook, ssh, and every process of every host,
+once. Where no cgroup can be made (not root, no cgroup v2), it is the worker's own CPU and
+that of the children it waited for, which misses the hosts.
+
+Each run's first line records the machine's pace (PACE_WORK, a fixed pure-Python workload,
+the best of five), so ledgers of different machines can be compared: divide by the pace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import resource
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tests.paths import CHECKOUT
+
+LEDGERS = CHECKOUT / ".cache" / "test-costs"
+LEDGER_ENVIRONMENT = "HOSTCHECK_COST_LEDGER"
+UNIFIED = Path("/sys/fs/cgroup/unified")  # hybrid hierarchy; /sys/fs/cgroup on a pure v2 one
+
+
+def pace_seconds(repeat: int = 5) -> float:
+    """Seconds for a fixed CPU-bound workload (Python bytecode and sha256), best of `repeat`:
+    about 0.15 s on the machine of docs/development.md's table."""
+    best = float("inf")
+    block = bytes(range(256)) * 4096
+    for _ in range(repeat):
+        start = time.perf_counter()
+        total = 0
+        for number in range(400_000):
+            total += number * number % 7
+        digest = hashlib.sha256()
+        for _ in range(64):
+            digest.update(block)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _cgroup_v2_root() -> Path | None:
+    for mount in (UNIFIED, Path("/sys/fs/cgroup")):
+        if (mount / "cgroup.procs").exists() and (mount / "cpu.stat").exists():
+            return mount
+    return None
+
+
+def _own_cgroup_path() -> str:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        number, _, path = line.split(":", 2)
+        if number == "0":
+            return path
+    return "/"
+
+
+class CpuMeter:
+    """CPU seconds spent by this process and everything it started since it was made."""
+
+    def __init__(self) -> None:
+        self.cgroup: Path | None = None
+        self.left: Path | None = None
+        root = _cgroup_v2_root()
+        if root is None or os.geteuid() != 0:
+            return
+        parent = root / _own_cgroup_path().lstrip("/")
+        mine = parent / f"hostcheck-tests-{os.getpid()}"
+        try:
+            mine.mkdir(exist_ok=True)
+            (mine / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            with contextlib.suppress(OSError):
+                mine.rmdir()
+            return
+        self.cgroup, self.left = mine, parent
+
+    def seconds(self) -> float:
+        if self.cgroup is not None:
+            for line in (self.cgroup / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    @property
+    def source(self) -> str:
+        return "cgroup" if self.cgroup is not None else "rusage"
+
+    def close(self) -> None:
+        """Back to the cgroup this process came from; the own one goes when nothing is left in
+        it (a fleet a crashed test left keeps it, and the next run's close finds it empty)."""
+        if self.cgroup is None or self.left is None:
+            return
+        with contextlib.suppress(OSError):
+            (self.left / "cgroup.procs").write_text(str(os.getpid()))
+        self.cgroup = None
+        remove_empty_cgroups()
+
+
+def remove_empty_cgroups() -> None:
+    """The meters' cgroups under this process's own that nothing runs in any more."""
+    root = _cgroup_v2_root()
+    if root is None:
+        return
+    for stale in (root / _own_cgroup_path().lstrip("/")).glob("hostcheck-tests-*"):
+        with contextlib.suppress(OSError):
+            stale.rmdir()
+
+
+@dataclass
+class ModuleCost:
+    module: str
+    worker: str
+    start: float
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+
+class Ledger:
+    """Per-module costs of one pytest process, appended to the run's ledger file (one JSON
+    object a line; workers of one run write to the same file, a line at a time)."""
+
+    def __init__(self, path: Path, worker: str) -> None:
+        self.path = path
+        self.worker = worker
+        self.meter = CpuMeter()
+        self.current: ModuleCost | None = None
+        self._cpu_at_start = 0.0
+
+    def start(self, module: str) -> None:
+        self.current = ModuleCost(module, self.worker, time.time())
+        self._cpu_at_start = self.meter.seconds()
+
+    def outcome(self, module: str, outcome: str) -> None:
+        if self.current is not None and self.current.module == module:
+            self.current.outcomes[outcome] = self.current.outcomes.get(outcome, 0) + 1
+
+    def finish(self) -> None:
+        if self.current is None:
+            return
+        cost = self.current
+        cost.wall_s = round(time.time() - cost.start, 3)
+        cost.cpu_s = round(self.meter.seconds() - self._cpu_at_start, 3)
+        self.current = None
+        write_line(self.path, {"cpu_source": self.meter.source, **asdict(cost)})
+
+    def close(self) -> None:
+        self.finish()
+        self.meter.close()
+
+
+def write_line(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record, sort_keys=True) + "\n").encode()
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, line)  # one write of an appended line: workers never interleave
+    finally:
+        os.close(descriptor)
+
+
+def new_ledger(argv: list[str]) -> Path:
+    """The ledger of a run starting now, its first line the machine's pace and the command."""
+    path = LEDGERS / time.strftime("run-%Y%m%d-%H%M%S.jsonl")
+    write_line(
+        path,
+        {
+            "run": path.stem,
+            "pace_s": round(pace_seconds(), 4),
+            "argv": argv,
+            "cpus": os.cpu_count(),
+            "load": os.getloadavg()[0],
+        },
+    )
+    return path
+
+
+def read(path: Path) -> tuple[dict, list[dict]]:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    head = lines[0] if lines and "run" in lines[0] else {}
+    return head, [line for line in lines if "module" in line]
+
+
+def table(path: Path, top: int | None = None) -> str:
+    """The modules ranked by CPU, with wall time, tests and outcomes, and the run's totals."""
+    head, modules = read(path)
+    modules.sort(key=lambda cost: -cost["cpu_s"])
+    total_cpu = sum(cost["cpu_s"] for cost in modules) or 1.0
+    starts = [cost["start"] for cost in modules]
+    ends = [cost["start"] + cost["wall_s"] for cost in modules]
+    span = (max(ends) - min(starts)) if modules else 0.0
+    rows = [
+        f"{path.name}: pace {head.get('pace_s', '?')} s (tests/costs.py pace_seconds), "
+        f"{len(modules)} modules, first to last {span / 60:.1f} min, "
+        f"CPU {total_cpu / 60:.1f} min",
+        f"{'CPU min':>8} {'share':>6} {'wall min':>8} {'tests':>6}  module",
+    ]
+    for cost in modules[:top]:
+        outcomes = cost["outcomes"]
+        failed = outcomes.get("failed", 0)
+        rows.append(
+            f"{cost['cpu_s'] / 60:8.2f} {cost['cpu_s'] / total_cpu:6.1%} "
+            f"{cost['wall_s'] / 60:8.2f} {sum(outcomes.values()):6}  {cost['module']}"
+            + (f"  ({failed} failed)" if failed else "")
+        )
+    if top is not None and len(modules) > top:
+        rest = modules[top:]
+        rows.append(
+            f"{sum(c['cpu_s'] for c in rest) / 60:8.2f} "
+            f"{sum(c['cpu_s'] for c in rest) / total_cpu:6.1%} "
+            f"{sum(c['wall_s'] for c in rest) / 60:8.2f} "
+            f"{sum(sum(c['outcomes'].values()) for c in rest):6}  ({len(rest)} more modules)"
+        )
+    return "\n".join(rows)
+
+
+def newest() -> Path | None:
+    ledgers = sorted(LEDGERS.glob("run-*.jsonl"))
+    return ledgers[-1] if ledgers else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("ledger", nargs="?", type=Path, help="a ledger file (default: newest)")
+    parser.add_argument("--top", type=int, default=None, help="only the N costliest modules")
+    args = parser.parse_args(argv)
+    path = args.ledger or newest()
+    if path is None or not path.is_file():
+        print(f"tests.costs: no ledger {'at ' + str(path) if path else 'in ' + str(LEDGERS)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    print(table(path, args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
