@@ -25,13 +25,14 @@ BROWSER_PACKAGES := chromium
 # start their own Prometheus; the package's service is kept from starting on this machine).
 MONITORING_PACKAGES := prometheus
 
-.PHONY: help venv collection-link sandbox-tools browser monitoring-tools test test-faults unit integration lint costs demo sandbox-up sandbox-down \
+.PHONY: help venv collection-link sandbox-tools browser monitoring-tools test test-all record-full-pass test-faults unit integration lint costs demo sandbox-up sandbox-down \
 	sandbox-status clean
 
 help:
 	@echo "make demo              bring up $(HOSTS) sandbox hosts of mixed OS kinds, provision them (site.yml), audit them"
-	@echo "make test              install into .venv and run the whole test suite"
-	@echo "make test-faults       only the fault tests (killed runs, power cuts, locks, a full disk; part of make test)"
+	@echo "make test              install into .venv and run the gate: unit, sanity, smoke converge, the modules the change selects"
+	@echo "make test-all          every test (then make record-full-pass at a clean commit: the base of make test's selection)"
+	@echo "make test-faults       only the fault tests (killed runs, power cuts, locks, a full disk; part of make test-all)"
 	@echo "make lint              ruff and ansible-lint"
 	@echo "make costs             each test module's wall and CPU time in the last run, costliest first"
 	@echo "make sandbox-up HOSTS=3 [OS=debian12,ubuntu2404,rocky9] | sandbox-status | sandbox-down"
@@ -83,8 +84,18 @@ monitoring-tools:
 			status=$$?; [ -z "$$mine" ] || rm -f /usr/sbin/policy-rc.d; exit $$status; \
 		else echo "Prometheus not installed: its tests will skip"; fi; fi
 
+# The gate: unit tests, the local integration tests, the collection with ansible-test sanity,
+# the smoke converge, and the integration modules that what changed since the last full pass
+# (tests/full_pass.json) selects (tests/selection.py says which and why)
 test: $(STAMP) collection-link sandbox-tools browser monitoring-tools
+	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=15 --changed-only tests
+
+# every test; then `make record-full-pass` at a clean commit records it as the selection's base
+test-all: $(STAMP) collection-link sandbox-tools browser monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=15 tests
+
+record-full-pass: $(STAMP)
+	$(BIN)/python -m tests.selection record
 
 test-faults: $(STAMP) collection-link sandbox-tools monitoring-tools
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n $(JOBS) --dist loadfile -m faults tests/integration

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import collection_link, costs
+from tests import collection_link, costs, selection
+from tests.paths import CHECKOUT
 
 # The collection's plugins import their shared code as ansible_collections.hostcheck.gpu_hosts
 # (a namespace package, as Ansible loads them); the link makes that name importable here too.
@@ -37,7 +38,9 @@ def pytest_configure(config) -> None:
     if worker is None and os.environ.get(costs.LEDGER_ENVIRONMENT):
         return
     if worker is None:
-        path = costs.new_ledger(sys.argv)
+        path = costs.new_ledger(
+            sys.argv, selection=_selection_mode(config), **selection.head_state()
+        )
         os.environ[costs.LEDGER_ENVIRONMENT] = str(path)
         config.stash[LEDGER_PATH] = path
         if getattr(config.option, "numprocesses", None):
@@ -50,11 +53,17 @@ def pytest_configure(config) -> None:
     )
 
 
+def pytest_sessionfinish(session, exitstatus) -> None:
+    ledger = session.config.stash.get(LEDGER_PATH, None)
+    if ledger is not None and ledger.exists():
+        costs.end_ledger(ledger, int(exitstatus))
+
+
 def pytest_unconfigure(config) -> None:
     while _LEDGER:
         _LEDGER.pop().close()
-    if LEDGER_PATH in config.stash:
-        costs.remove_empty_cgroups()  # the workers' (the first run's process outlives them)
+    if LEDGER_PATH in config.stash:  # the workers' cgroups (this process outlives them)
+        costs.remove_empty_cgroups(costs.meter_name(config.stash[LEDGER_PATH], "*"))
 
 
 def _module_of(nodeid: str) -> str:
@@ -73,7 +82,39 @@ def pytest_runtest_protocol(item, nextitem):
         ledger.finish()
 
 
-def pytest_collection_modifyitems(items) -> None:
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--changed-only",
+        action="store_true",
+        help="the gate and the integration modules that the change since the last full pass "
+        "selects (tests/selection.py); make test",
+    )
+
+
+def _selection_mode(config) -> str:
+    """'all' when every test of the suite runs, 'changed' for make test's selection, else
+    'some' (a path, -k or -m)."""
+    if config.getoption("changed_only"):
+        return "changed"
+    whole = [Path(arg).resolve() for arg in config.args] == [CHECKOUT / "tests"]
+    narrowed = config.option.markexpr or config.option.keyword
+    return "all" if whole and not narrowed else "some"
+
+
+def pytest_report_header(config) -> list[str] | None:
+    if config.getoption("changed_only") and not hasattr(config, "workerinput"):
+        return selection.current().explain().splitlines()
+    return None
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if config.getoption("changed_only"):
+        chosen = selection.current()
+        kept = [item for item in items if chosen.runs(_module_of(item.nodeid))]
+        dropped = [item for item in items if not chosen.runs(_module_of(item.nodeid))]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
     items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in LONGEST_FIRST)
 
 

@@ -32,6 +32,7 @@ from tests.paths import CHECKOUT
 LEDGERS = CHECKOUT / ".cache" / "test-costs"
 LEDGER_ENVIRONMENT = "HOSTCHECK_COST_LEDGER"
 UNIFIED = Path("/sys/fs/cgroup/unified")  # hybrid hierarchy; /sys/fs/cgroup on a pure v2 one
+NAMED_SYSTEMD = Path("/sys/fs/cgroup/systemd")  # systemd's own, on a hybrid hierarchy
 
 
 def pace_seconds(repeat: int = 5) -> float:
@@ -58,33 +59,46 @@ def _cgroup_v2_root() -> Path | None:
     return None
 
 
-def _own_cgroup_path() -> str:
+def _hierarchies() -> list[tuple[Path, str]]:
+    """(mount, this process's path) of the cgroup v2 hierarchy and, on a hybrid one, of
+    systemd's named hierarchy: systemd-nspawn keeps a host's path the same in both, so the
+    meter moves this process in both."""
+    unified = _cgroup_v2_root()
+    if unified is None:
+        return []
+    found = []
     for line in Path("/proc/self/cgroup").read_text().splitlines():
-        number, _, path = line.split(":", 2)
+        number, controllers, path = line.split(":", 2)
         if number == "0":
-            return path
-    return "/"
+            found.append((unified, path))
+        elif controllers == "name=systemd" and NAMED_SYSTEMD.is_dir() and unified == UNIFIED:
+            found.append((NAMED_SYSTEMD, path))
+    return found
 
 
 class CpuMeter:
     """CPU seconds spent by this process and everything it started since it was made."""
 
-    def __init__(self) -> None:
-        self.cgroup: Path | None = None
-        self.left: Path | None = None
-        root = _cgroup_v2_root()
-        if root is None or os.geteuid() != 0:
+    def __init__(self, name: str | None = None) -> None:
+        self.cgroup: Path | None = None  # the own one in the v2 hierarchy, read for CPU
+        self.moved: list[tuple[Path, Path]] = []  # (own cgroup, the one left) per hierarchy
+        self.name = name or f"hostcheck-tests-{os.getpid()}"
+        if os.geteuid() != 0:
             return
-        parent = root / _own_cgroup_path().lstrip("/")
-        mine = parent / f"hostcheck-tests-{os.getpid()}"
-        try:
-            mine.mkdir(exist_ok=True)
-            (mine / "cgroup.procs").write_text(str(os.getpid()))
-        except OSError:
-            with contextlib.suppress(OSError):
-                mine.rmdir()
-            return
-        self.cgroup, self.left = mine, parent
+        name = self.name
+        for mount, path in _hierarchies():
+            parent = mount / path.lstrip("/")
+            try:
+                (parent / name).mkdir(exist_ok=True)
+                (parent / name / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    (parent / name).rmdir()
+                self.close()
+                return
+            self.moved.append((parent / name, parent))
+        unified = _cgroup_v2_root()
+        self.cgroup = next((own for own, _ in self.moved if own.is_relative_to(unified)), None)
 
     def seconds(self) -> float:
         if self.cgroup is not None:
@@ -100,24 +114,25 @@ class CpuMeter:
         return "cgroup" if self.cgroup is not None else "rusage"
 
     def close(self) -> None:
-        """Back to the cgroup this process came from; the own one goes when nothing is left in
-        it (a fleet a crashed test left keeps it, and the next run's close finds it empty)."""
-        if self.cgroup is None or self.left is None:
-            return
-        with contextlib.suppress(OSError):
-            (self.left / "cgroup.procs").write_text(str(os.getpid()))
-        self.cgroup = None
-        remove_empty_cgroups()
+        """Back to the cgroups this process came from; the own ones go when nothing is left in
+        them (a fleet a crashed test left keeps them, and a later run's close removes them)."""
+        for _, parent in self.moved:
+            with contextlib.suppress(OSError):
+                (parent / "cgroup.procs").write_text(str(os.getpid()))
+        self.moved, self.cgroup = [], None
+        remove_empty_cgroups(self.name)
 
 
-def remove_empty_cgroups() -> None:
-    """The meters' cgroups under this process's own that nothing runs in any more."""
-    root = _cgroup_v2_root()
-    if root is None:
-        return
-    for stale in (root / _own_cgroup_path().lstrip("/")).glob("hostcheck-tests-*"):
-        with contextlib.suppress(OSError):
-            stale.rmdir()
+def remove_empty_cgroups(pattern: str) -> None:
+    """The meters' cgroups named by `pattern` (a glob) under this process's own, where nothing
+    runs any more (their empty children first: systemd's named hierarchy keeps the folders of
+    stopped hosts)."""
+    for mount, path in _hierarchies():
+        for own in (mount / path.lstrip("/")).glob(pattern):
+            for folder in [*sorted(own.rglob("*"), key=lambda p: -len(p.parts)), own]:
+                if folder.is_dir():
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
 
 
 @dataclass
@@ -137,7 +152,7 @@ class Ledger:
     def __init__(self, path: Path, worker: str) -> None:
         self.path = path
         self.worker = worker
-        self.meter = CpuMeter()
+        self.meter = CpuMeter(meter_name(path, os.getpid()))
         self.current: ModuleCost | None = None
         self._cpu_at_start = 0.0
 
@@ -163,6 +178,11 @@ class Ledger:
         self.meter.close()
 
 
+def meter_name(ledger: Path, pid: int | str) -> str:
+    """The cgroup of a run's process: the run's ledger and the process named."""
+    return f"hostcheck-tests-{ledger.stem}-{pid}"
+
+
 def write_line(path: Path, record: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(record, sort_keys=True) + "\n").encode()
@@ -173,26 +193,40 @@ def write_line(path: Path, record: dict) -> None:
         os.close(descriptor)
 
 
-def new_ledger(argv: list[str]) -> Path:
-    """The ledger of a run starting now, its first line the machine's pace and the command."""
+def new_ledger(argv: list[str], **facts) -> Path:
+    """The ledger of a run starting now, its first line the machine's pace, the command and
+    the facts given (the commit, the selection)."""
     path = LEDGERS / time.strftime("run-%Y%m%d-%H%M%S.jsonl")
     write_line(
         path,
         {
             "run": path.stem,
+            "start": time.time(),
             "pace_s": round(pace_seconds(), 4),
             "argv": argv,
             "cpus": os.cpu_count(),
             "load": os.getloadavg()[0],
+            **facts,
         },
     )
     return path
+
+
+def end_ledger(path: Path, exitstatus: int) -> None:
+    head, _ = read(path)
+    write_line(path, {"exitstatus": exitstatus, "start": head.get("start"), "end": time.time()})
 
 
 def read(path: Path) -> tuple[dict, list[dict]]:
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     head = lines[0] if lines and "run" in lines[0] else {}
     return head, [line for line in lines if "module" in line]
+
+
+def run_end(path: Path) -> dict | None:
+    """The run's last line, written when it finished: its exit status, start and end."""
+    ends = [json.loads(line) for line in path.read_text().splitlines() if '"exitstatus"' in line]
+    return ends[-1] if ends else None
 
 
 def table(path: Path, top: int | None = None) -> str:

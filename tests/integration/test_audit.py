@@ -18,6 +18,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "playbooks/audit.yml",
+    "playbooks/files/*",
+    "hostcheck/fleet/*",
+    "hostcheck/report/*",
+    "roles/hostcheck/*",
+    "plugins/*/hostcheck_*",
+)
+
 pytestmark = pytest.mark.integration
 AUDIT = "playbooks/audit.yml"
 VENV = "/opt/venvs/train"

@@ -12,6 +12,16 @@ import pytest
 
 from tests.integration import collection
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "galaxy.yml",
+    "meta/*",
+    "requirements.yml",
+    "tests/integration/collection.py",
+    "tests/sanity/*",
+    "playbooks/*",
+)
+
 PLAYBOOKS = ["site", "provision", "verify", "audit", "stage_dataset"]
 
 

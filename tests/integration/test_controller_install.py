@@ -13,6 +13,12 @@ import pytest
 
 from tests.integration.ansible import CHECKOUT
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "hostcheck/*",
+    "plugins/module_utils/*",
+)
+
 
 @pytest.fixture(scope="module")
 def controller(tmp_path_factory):

@@ -26,6 +26,21 @@ from tests.integration.faults import (
 )
 from tests.sandbox.oskinds import KINDS
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/shm/*",
+    "roles/pillow_simd/*",
+    "roles/hostcheck/*",
+    "tests/integration/faults.py",
+    "site.yml",
+    "playbooks/site.yml",
+    "playbooks/provision.yml",
+    "playbooks/verify.yml",
+    "plugins/modules/package_manager_ready.py",
+    "plugins/modules/os_packages_missing.py",
+    "plugins/module_utils/dpkg_status.py",
+)
+
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 TAGS = "shm,ulimits,pillow_simd,hostcheck"
 VENV = "/opt/venvs/train"

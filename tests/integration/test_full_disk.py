@@ -12,6 +12,14 @@ import pytest
 from tests.integration.ansible import run_playbook
 from tests.sandbox.oskinds import KINDS
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "plugins/modules/free_space_ready.py",
+    "plugins/module_utils/root_trust.py",
+    "plugins/module_utils/mountinfo.py",
+    "playbooks/provision.yml",
+)
+
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 TAGS = "shm,ulimits"
 LIMITS_FILE = "/etc/security/limits.d/90-hostcheck-training.conf"

@@ -19,6 +19,19 @@ from tests.integration.ansible import build_wheel, run_playbook
 from tests.integration.prometheus_server import Prometheus
 from tests.sandbox.fleet import CHECKOUT
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "monitoring/prometheus/*",
+    "hostcheck/report/*",
+    "hostcheck/fleet/*",
+    "hostcheck/health/*",
+    "roles/hostcheck/*",
+    "plugins/filter/hostcheck_timer.py",
+    "plugins/plugin_utils/systemd_quoting.py",
+    "tests/integration/prometheus_server.py",
+    "tests/integration/playbooks/hostcheck.yml",
+)
+
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/hostcheck.yml"
 RULES = CHECKOUT / "monitoring" / "prometheus" / "hostcheck-rules.yml"

@@ -22,6 +22,23 @@ from tests.integration import collection
 from tests.integration.ansible import run_module, run_playbook
 from tests.sandbox.oskinds import KINDS
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "site.yml",
+    "playbooks/site.yml",
+    "playbooks/provision.yml",
+    "playbooks/verify.yml",
+    "roles/*/vars/*",
+    "roles/*/tasks/setup-*.yml",
+    "roles/*/meta/main.yml",
+    "tests/sandbox/oskinds.py",
+    "tests/sandbox/lookalike_*.py",
+    "meta/runtime.yml",
+    "galaxy.yml",
+    "requirements.yml",
+    "tests/integration/collection.py",
+)
+
 pytestmark = pytest.mark.integration
 MiB = 2**20
 VENV = "/opt/venvs/train"

@@ -12,6 +12,17 @@ import pytest
 
 from tests.integration.ansible import run_playbook
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "plugins/modules/package_manager_ready.py",
+    "plugins/modules/os_packages_missing.py",
+    "plugins/module_utils/dpkg_status.py",
+    "tests/integration/playbooks/package_lock.yml",
+    "roles/*/tasks/setup-*.yml",
+    "tests/sandbox/oskinds.py",
+    "tests/sandbox/lookalike_*.py",
+)
+
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 PLAYBOOK = "tests/integration/playbooks/package_lock.yml"
 WAIT_TASK = (

@@ -21,6 +21,17 @@ from tests.integration.cuda_fakes import (
 )
 from tests.support.fake_libnvml import build_fake_nvml, gcc_missing
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/cuda_check/*",
+    "plugins/*/cuda_check_*",
+    "plugins/module_utils/cuda_compat.py",
+    "plugins/module_utils/pci.py",
+    "tests/integration/cuda_fakes.py",
+    "tests/support/fake_libnvml.py",
+    "tests/integration/playbooks/cuda_check*.yml",
+)
+
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/cuda_check.yml"
 SETUP = "tests/integration/playbooks/cuda_check_fake_gpu.yml"

@@ -17,6 +17,20 @@ import pytest
 from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT, run_playbook
 from tests.support.dataset_staging import write_md_superblock
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/dataset_staging/*",
+    "plugins/*/dataset_*",
+    "plugins/module_utils/dataset_*",
+    "plugins/module_utils/sizes.py",
+    "plugins/module_utils/mountinfo.py",
+    "playbooks/stage_dataset.yml",
+    "plugins/modules/package_manager_ready.py",
+    "plugins/modules/os_packages_missing.py",
+    "plugins/module_utils/dpkg_status.py",
+    "tests/support/dataset_staging.py",
+)
+
 pytestmark = pytest.mark.integration
 PLAYBOOK = "playbooks/stage_dataset.yml"
 VERIFY_PLAYBOOK = "playbooks/verify.yml"

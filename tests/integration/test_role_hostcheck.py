@@ -19,6 +19,20 @@ import yaml
 from tests.integration.ansible import build_wheel, run_playbook
 from tests.sandbox.fleet import CHECKOUT
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/hostcheck/*",
+    "plugins/*/hostcheck_*",
+    "plugins/module_utils/*",
+    "plugins/plugin_utils/systemd_quoting.py",
+    "plugins/modules/root_may_run.py",
+    "plugins/modules/package_manager_ready.py",
+    "plugins/modules/os_packages_missing.py",
+    "plugins/module_utils/dpkg_status.py",
+    "hostcheck/*",
+    "tests/integration/playbooks/hostcheck.yml",
+)
+
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/hostcheck.yml"
 VENV = "/opt/venvs/train"

@@ -14,6 +14,19 @@ import pytest
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 from tests.sandbox.fakegpu import GPU, NIC, NVSWITCH, build_repo
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/nvidia_driver/*",
+    "plugins/*/nvidia_driver*",
+    "plugins/module_utils/pci.py",
+    "tests/sandbox/fakegpu.py",
+    "tests/integration/playbooks/fake_gpu.yml",
+    "tests/integration/playbooks/nvidia_driver.yml",
+    "plugins/modules/package_manager_ready.py",
+    "plugins/modules/os_packages_missing.py",
+    "plugins/module_utils/dpkg_status.py",
+)
+
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/nvidia_driver.yml"
 FAKE = "tests/integration/playbooks/fake_gpu.yml"

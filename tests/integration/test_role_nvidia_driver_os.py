@@ -25,6 +25,23 @@ from tests.sandbox.lookalike_rocky import build_cuda_repo
 from tests.sandbox.lookalike_ubuntu import DRIVER_VERSIONS
 from tests.sandbox.oskinds import KINDS
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/nvidia_driver/*",
+    "plugins/*/nvidia_driver*",
+    "plugins/module_utils/pci.py",
+    "tests/sandbox/fakegpu.py",
+    "tests/integration/playbooks/fake_gpu.yml",
+    "tests/integration/playbooks/nvidia_driver.yml",
+    "plugins/modules/package_manager_ready.py",
+    "plugins/modules/os_packages_missing.py",
+    "plugins/module_utils/dpkg_status.py",
+    "tests/sandbox/oskinds.py",
+    "tests/sandbox/lookalike_*.py",
+    "tests/integration/faults.py",
+    "tests/integration/test_role_nvidia_driver.py",
+)
+
 pytestmark = pytest.mark.integration
 KERNEL = platform.release()
 UBUNTU_DRIVER = DRIVER_VERSIONS["570"]  # the stand-in archive's version of the default branch

@@ -25,6 +25,17 @@ from hostcheck import simdscan
 from tests.integration.ansible import run_playbook
 from tests.sandbox.fleet import CHECKOUT
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/pillow_simd/*",
+    "plugins/*/pillow_simd_*",
+    "plugins/module_utils/distributions.py",
+    "plugins/modules/package_manager_ready.py",
+    "plugins/modules/os_packages_missing.py",
+    "plugins/module_utils/dpkg_status.py",
+    "tests/integration/playbooks/pillow_simd.yml",
+)
+
 pytestmark = pytest.mark.integration
 
 PLAYBOOK = "tests/integration/playbooks/pillow_simd.yml"

@@ -7,6 +7,14 @@ import pytest
 
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/shm/*",
+    "plugins/*/shm_*",
+    "plugins/module_utils/mountinfo.py",
+    "plugins/module_utils/sizes.py",
+)
+
 pytestmark = pytest.mark.integration
 MiB = 2**20
 

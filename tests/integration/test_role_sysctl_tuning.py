@@ -13,6 +13,17 @@ import yaml
 
 from tests.integration.ansible import run_playbook
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/sysctl_tuning/*",
+    "plugins/*/sysctl_tuning*",
+    "plugins/module_utils/sysctl.py",
+    "plugins/module_utils/thp.py",
+    "plugins/module_utils/cpus.py",
+    "plugins/module_utils/host_files.py",
+    "tests/integration/playbooks/sysctl_tuning.yml",
+)
+
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/sysctl_tuning.yml"
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "sysctl_tuning"

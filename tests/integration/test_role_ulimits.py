@@ -17,6 +17,16 @@ from hostcheck._shared import limits_text
 from hostcheck import limits as lim
 from tests.integration.ansible import run_playbook
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/ulimits/*",
+    "plugins/*/ulimits_*",
+    "plugins/module_utils/limits_text.py",
+    "plugins/module_utils/host_files.py",
+    "plugins/module_utils/sizes.py",
+    "tests/integration/playbooks/ulimits.yml",
+)
+
 pytestmark = pytest.mark.integration
 
 PLAYBOOK = "tests/integration/playbooks/ulimits.yml"

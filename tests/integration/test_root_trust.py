@@ -9,6 +9,16 @@ import pytest
 
 from tests.integration.ansible import run_playbook
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "plugins/modules/root_may_run.py",
+    "plugins/module_utils/root_trust.py",
+    "hostcheck/root_runs.py",
+    "roles/hostcheck/tasks/validate.yml",
+    "roles/slurm_healthcheck/tasks/validate.yml",
+    "tests/integration/playbooks/validate_all.yml",
+)
+
 pytestmark = pytest.mark.integration
 VALIDATE_ALL = "tests/integration/playbooks/validate_all.yml"
 TOP = "/srv/trust"

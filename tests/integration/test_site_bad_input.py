@@ -10,6 +10,20 @@ import yaml
 from tests.integration.ansible import run_playbook
 from tests.integration.test_os_matrix import sh
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/*/meta/argument_specs.yml",
+    "plugins/action/*_validate.py",
+    "plugins/modules/*_validate.py",
+    "plugins/plugin_utils/*_rules.py",
+    "plugins/modules/free_space_ready.py",
+    "tests/integration/playbooks/validate_all.yml",
+    "playbooks/provision.yml",
+    "roles/*/meta/main.yml",
+    "tests/sandbox/oskinds.py",
+    "tests/integration/test_os_matrix.py",
+)
+
 pytestmark = pytest.mark.integration
 
 

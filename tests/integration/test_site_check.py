@@ -7,6 +7,16 @@ import pytest
 from tests.integration.ansible import run_playbook
 from tests.integration.test_os_matrix import VENV, MiB, sh
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "site.yml",
+    "playbooks/site.yml",
+    "playbooks/provision.yml",
+    "playbooks/verify.yml",
+    "roles/*/handlers/*",
+    "tests/integration/test_os_matrix.py",
+)
+
 pytestmark = pytest.mark.integration
 
 

@@ -18,6 +18,19 @@ from tests.integration.ansible import build_wheel, run_playbook
 from tests.integration.slurm_cluster import SlurmCluster, parse_node, start_cluster
 from tests.sandbox.fleet import CHECKOUT
 
+# What this module covers (tests/selection.py: a change to these paths selects it)
+COVERS = (
+    "roles/slurm_healthcheck/*",
+    "hostcheck/health/*",
+    "hostcheck/report/*",
+    "hostcheck/cli.py",
+    "hostcheck/commands/*",
+    "plugins/modules/root_may_run.py",
+    "plugins/module_utils/root_trust.py",
+    "tests/integration/slurm_cluster.py",
+    "tests/integration/playbooks/slurm_healthcheck.yml",
+)
+
 pytestmark = pytest.mark.integration
 PLAYBOOK = "tests/integration/playbooks/slurm_healthcheck.yml"
 HOSTCHECK = "/opt/venvs/train/bin/hostcheck"

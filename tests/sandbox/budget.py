@@ -20,7 +20,7 @@ from pathlib import Path
 
 INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
 # A booted host holds 5 (systemd 3, dbus 1, logind 1); systemctl calls and restarted services
-# during a converge take more for a moment: 6.2 a host at the peak of site.yml on six hosts.
+# during a converge take more for a moment: 40 on seven hosts at the peak of site.yml on six.
 HOST_PEAK = 8
 RESERVE = 32  # this machine's own processes, beside the hosts
 LOCK = Path("/run/lock/hostcheck-sandbox-boot.lock")

@@ -51,6 +51,10 @@ TRIES = 3
 # Share of a try's time some task waited for a CPU (/proc/pressure/cpu) above which the try
 # timed other load: alone here, a job measures 0.03 to 0.04.
 SPOILED_PRESSURE = 0.5
+# The seed article's two workers sit near the tolerance even alone (11 % off: collating and
+# handing over 38 MB batches costs on top of the 5 ms samples), and a third of the suite's load
+# (pressure 0.20 to 0.25) put them 95 to 800 % off: its tries count only below this.
+SEED_QUIET_PRESSURE = 0.1
 # The seed article's experiment: 1024 samples of 5 ms, batch 64.
 SEED_COST_S, SEED_BATCH = 0.005, 64
 DDP_COST_S, DDP_BATCH = 0.005, 32  # ddp_train.py's defaults: --sample-ms 5, --batch-size 32
@@ -126,18 +130,21 @@ def job_run(tmp_path: Path, name: str, command: list[str], env: dict, cost, batc
     return run
 
 
-def measured_until_close(run, check_settings) -> tuple[dict, list[str]]:
+def measured_until_close(
+    run, check_settings, spoiled_pressure: float = SPOILED_PRESSURE
+) -> tuple[dict, list[str]]:
     """Run (run() -> (report, cost_s, batch, CPU pressure)) up to TRIES times until every
     loader is within TOLERANCE; check_settings(report) asserts what must hold on every try.
-    A try during which other tasks waited for a CPU most of the time (SPOILED_PRESSURE) timed
-    the machine's other load: a point off the arithmetic only in such tries skips, saying so."""
+    A try during which other tasks waited for a CPU more than spoiled_pressure of the time
+    timed the machine's other load: a point off the arithmetic only in such tries skips,
+    saying so."""
     lines: list[str] = []
     clean_tries = 0
     for attempt in range(1, TRIES + 1):
         document, cost_s, batch, pressure = run()
         check_settings(document)
         verdicts = [judge(loader, cost_s, batch, rank) for rank, loader in loaders_of(document)]
-        spoiled = pressure is not None and pressure > SPOILED_PRESSURE
+        spoiled = pressure is not None and pressure > spoiled_pressure
         clean_tries += not spoiled
         load = "" if pressure is None else f", CPU pressure {pressure:.2f}"
         lines += [f"try {attempt}{load}: {line}" for _, line in verdicts]
@@ -147,7 +154,7 @@ def measured_until_close(run, check_settings) -> tuple[dict, list[str]]:
     if clean_tries:
         raise AssertionError("data-wait off the arithmetic:\n" + "\n".join(lines))
     pytest.skip(
-        f"other load kept tasks waiting for a CPU over {SPOILED_PRESSURE:.0%} of every try: "
+        f"other load kept tasks waiting for a CPU over {spoiled_pressure:.0%} of every try: "
         + "; ".join(lines)
     )
 
@@ -229,8 +236,11 @@ def test_seed_article_settings_and_data_wait(tmp_path):
             assert (loader["iterations"], loader["batches"], loader["samples"]) == (1, 16, 1024)
             assert loader["steady_batches"] == 15 and loader["failure"] is None
         assert loader_checks(document) == [("loader1", "fail"), ("loader2", "fail")]
+        # on any machine, however loaded: the workers take waiting off the training process
+        assert fast["data_wait_fraction"] < slow["data_wait_fraction"]
+        assert fast["samples_per_s"] > slow["samples_per_s"]
 
-    measured_until_close(run, check_settings)
+    measured_until_close(run, check_settings, SEED_QUIET_PRESSURE)
 
 
 # ------------------------------------------------------------------ ImageFolder

@@ -1,0 +1,68 @@
+"""The gate's smoke converge: site.yml on one fresh Debian 12 sandbox host, from this checkout.
+It converges, a second run changes nothing, playbooks/verify.yml alone passes on the result,
+and hostcheck (installed by the hostcheck role) passes there. Every change runs it (make test);
+the six OS kinds, the oldest ansible-core and the collection as a user installs it are
+test_os_matrix.py's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.ansible import run_playbook
+
+# What this module covers (tests/selection.py); the gate runs it whatever changed.
+COVERS = (
+    "site.yml",
+    "playbooks/site.yml",
+    "playbooks/provision.yml",
+    "playbooks/verify.yml",
+    "roles/*/tasks/main.yml",
+)
+
+pytestmark = pytest.mark.integration
+VENV = "/opt/venvs/train"
+
+
+@pytest.fixture(scope="module")
+def converged(make_fleet):
+    fleet = make_fleet("smoke", hosts=1, os_kinds="debian12")
+    first = run_playbook(fleet, "site.yml")
+    (host,) = fleet.hosts()
+    assert first.returncode == 0, first.failure_text(host.name)
+    return fleet, host, first
+
+
+def test_site_yml_converges_a_fresh_debian_12_host(converged):
+    fleet, host, first = converged
+    assert first.stats[host.name]["failures"] == 0
+    assert first.changed(host.name) > 10, first.changed_tasks(host.name)
+    release = fleet.ssh(host, ". /etc/os-release; echo $ID $VERSION_ID").stdout.split()
+    assert release == ["debian", "12"]
+
+
+def test_a_second_run_changes_nothing(converged):
+    fleet, host, _ = converged
+    second = run_playbook(fleet, "site.yml")
+    assert second.returncode == 0, second.failure_text(host.name)
+    assert second.changed(host.name) == 0, second.changed_tasks(host.name)
+
+
+def test_verify_yml_alone_passes_on_the_converged_host(converged):
+    fleet, host, _ = converged
+    verified = run_playbook(fleet, "playbooks/verify.yml")
+    assert verified.returncode == 0, verified.failure_text(host.name)
+    stats = verified.stats[host.name]
+    assert stats["failures"] == 0 and stats["changed"] == 0
+    assert stats["ok"] >= 9, stats  # one verification a role at least
+
+
+def test_hostcheck_passes_on_the_converged_host(converged):
+    fleet, host, _ = converged
+    check = fleet.ssh(host, f"{VENV}/bin/hostcheck run --config /etc/hostcheck/config.yaml")
+    assert check.returncode == 0, check.stdout[-3000:]
+    report = json.loads(fleet.ssh(host, "cat /var/lib/hostcheck/report.json").stdout)
+    assert report["schema_version"] == 1 and report["exit_code"] == 0
+    statuses = {check["id"]: check["status"] for check in report["checks"]}
+    assert statuses["shm"] == "pass" and statuses["ulimits"] == "pass", statuses

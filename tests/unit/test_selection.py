@@ -1,0 +1,146 @@
+"""The selection of integration modules by what changed since the last full pass
+(tests/selection.py): every tracked path is claimed, a change selects the modules that claim
+it, and what every module stands on, or nothing claims, selects them all."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests import costs, selection
+from tests.selection import EVERYTHING, GATE_PATHS
+
+MODULES = selection.integration_modules()
+TRACKED = selection.tracked_paths()
+
+
+def test_every_integration_module_declares_what_it_covers():
+    assert len(MODULES) >= 20
+    undeclared = [module for module, covers in MODULES.items() if not covers]
+    assert undeclared == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_each_pattern_a_module_declares_matches_a_tracked_path(module):
+    stale = [p for p in MODULES[module] if not any(selection.matches(t, [p]) for t in TRACKED)]
+    assert stale == [], f"{module}: COVERS patterns that match no tracked path"
+
+
+def test_every_tracked_path_is_claimed_by_a_module_the_gate_or_the_harness():
+    assert len(TRACKED) > 500
+    unclaimed = [
+        path
+        for path in TRACKED
+        if not selection.matches(path, EVERYTHING + GATE_PATHS)
+        and not selection.claimants(path, MODULES)
+    ]
+    assert unclaimed == [], "claim them in a module's COVERS (or GATE_PATHS, EVERYTHING)"
+
+
+def test_the_gate_and_harness_patterns_match_tracked_paths():
+    for pattern in EVERYTHING + GATE_PATHS:
+        assert any(selection.matches(path, [pattern]) for path in TRACKED), pattern
+
+
+def chosen(*paths: str) -> selection.Selection:
+    return selection.select(list(paths), "0" * 40, MODULES)
+
+
+def test_docs_and_unit_tests_select_the_gate_alone():
+    picked = chosen("docs/development.md", "tests/unit/test_costs.py", "README.md")
+    assert picked.everything is None and picked.modules == {}
+    assert picked.runs("tests/unit/plugins/action/test_shm_validate.py")
+    assert picked.runs("tests/integration/test_collection.py")
+    assert picked.runs("tests/integration/test_smoke.py")
+    assert not picked.runs("tests/integration/test_os_matrix.py")
+
+
+def test_a_role_task_selects_the_modules_of_that_role_not_the_matrix():
+    picked = chosen("roles/shm/tasks/size.yml")
+    assert picked.everything is None
+    assert "tests/integration/test_role_shm.py" in picked.modules
+    assert not picked.runs("tests/integration/test_os_matrix.py")
+    assert not picked.runs("tests/integration/test_role_ulimits.py")
+
+
+@pytest.mark.parametrize(
+    ("planted", "catcher"),
+    [
+        # an Ubuntu package name in a RedHat vars file
+        ("roles/nvidia_driver/vars/RedHat.yml", "tests/integration/test_role_nvidia_driver_os.py"),
+        ("roles/nvidia_driver/vars/RedHat.yml", "tests/integration/test_os_matrix.py"),
+        # a misspelt section in the systemd drop-in
+        ("roles/ulimits/tasks/systemd.yml", "tests/integration/test_role_ulimits.py"),
+        # the Slurm health check resuming any drain
+        ("hostcheck/health/slurm.py", "tests/integration/test_slurm_healthcheck.py"),
+        # an alert rule matching error instead of fail
+        ("monitoring/prometheus/hostcheck-rules.yml", "tests/integration/test_monitoring.py"),
+    ],
+)
+def test_a_planted_defect_selects_the_module_that_catches_it(planted, catcher):
+    assert planted in TRACKED
+    assert catcher in chosen(planted).modules
+
+
+@pytest.mark.parametrize(
+    "path", ["tests/sandbox/fleet.py", "Makefile", "plugins/plugin_utils/role_action.py"]
+)
+def test_the_harness_selects_everything(path):
+    picked = chosen("docs/index.md", path)
+    assert picked.everything == f"{path} changed (every module stands on it)"
+    assert picked.runs("tests/integration/test_os_matrix.py")
+
+
+def test_a_path_no_module_claims_selects_everything():
+    picked = chosen("roles/new_role/files/probe.py")
+    assert picked.everything == "roles/new_role/files/probe.py changed and no test module claims it"
+
+
+def test_without_a_recorded_full_pass_everything_runs():
+    picked = selection.select(["docs/index.md"], None, MODULES)
+    assert picked.everything.startswith("no full pass is recorded")
+    assert "every test module" in picked.explain()
+
+
+def test_the_recorded_full_pass_is_a_commit_of_this_repository():
+    record = json.loads(selection.RECORD.read_text())
+    assert set(record) >= {"commit", "date", "wall_s", "pace_s", "tests"}
+    assert selection.recorded_base() == record["commit"], "not a commit of this clone"
+
+
+def ledger(tmp_path, selected="all", exitstatus=0, dirty=False, commit=None):
+    commit = commit or selection.head_state()["commit"]
+    path = tmp_path / "run-20261128-040000.jsonl"
+    costs.write_line(path, {"run": path.stem, "start": 100.0, "pace_s": 0.15,
+                            "selection": selected, "commit": commit, "dirty": dirty})  # fmt: skip
+    module = {"module": "m", "worker": "gw0", "start": 101, "wall_s": 60, "cpu_s": 90}
+    costs.write_line(path, {**module, "outcomes": {"passed": 7}, "cpu_source": "cgroup"})
+    costs.write_line(path, {"exitstatus": exitstatus, "start": 100.0, "end": 1900.0})
+    return path
+
+
+@pytest.mark.parametrize(
+    ("facts", "refusal"),
+    [
+        ({"selected": "changed"}, "it did not run every module"),
+        ({"exitstatus": 1}, "it did not finish with every test passed"),
+        ({"dirty": True}, "with changes, or not at HEAD"),
+        ({"commit": "1" * 40}, "with changes, or not at HEAD"),
+    ],
+)
+def test_only_a_passing_full_run_at_a_clean_head_is_recorded(tmp_path, monkeypatch, facts, refusal):
+    monkeypatch.setattr(selection, "RECORD", tmp_path / "full_pass.json")
+    with pytest.raises(SystemExit) as refused:
+        selection.record(ledger(tmp_path, **facts))
+    assert refusal in str(refused.value)
+    assert not (tmp_path / "full_pass.json").exists()
+
+
+def test_a_passing_full_run_is_recorded_with_its_time_and_pace(tmp_path, monkeypatch):
+    monkeypatch.setattr(selection, "RECORD", tmp_path / "full_pass.json")
+    monkeypatch.setattr(selection, "head_state", lambda: {"commit": "a" * 40, "dirty": False})
+    entry = selection.record(ledger(tmp_path, commit="a" * 40))
+    assert entry == {"commit": "a" * 40, "date": "20261128-040000", "wall_s": 1800,
+                     "pace_s": 0.15, "tests": 7, "modules": 1}  # fmt: skip
+    assert json.loads((tmp_path / "full_pass.json").read_text()) == entry
