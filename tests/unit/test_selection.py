@@ -70,7 +70,8 @@ def test_a_role_task_selects_the_modules_of_that_role_not_the_matrix():
         # an Ubuntu package name in a RedHat vars file
         ("roles/nvidia_driver/vars/RedHat.yml", "tests/integration/test_role_nvidia_driver_os.py"),
         ("roles/nvidia_driver/vars/RedHat.yml", "tests/integration/test_os_matrix.py"),
-        # a misspelt section in the systemd drop-in
+        # a misspelt section in the systemd drop-in: its text, and the task writing it
+        ("plugins/plugin_utils/ulimits_rules.py", "tests/integration/test_role_ulimits.py"),
         ("roles/ulimits/tasks/systemd.yml", "tests/integration/test_role_ulimits.py"),
         # the Slurm health check resuming any drain
         ("hostcheck/health/slurm.py", "tests/integration/test_slurm_healthcheck.py"),
