@@ -3,7 +3,9 @@
 Each integration module names the paths it covers in a module-level COVERS tuple (shell
 patterns over the checkout's tracked paths, `*` crossing `/`). The gate (GATE_MODULES: the unit
 tests, the local integration tests, the collection with ansible-test sanity, the smoke converge)
-runs on every change. The change is what differs from the last commit at which the whole suite
+runs on every change, except the unit modules that declare COVERS themselves (those that run
+real jobs and measure them against arithmetic: minutes of CPU, selected like integration
+modules). The change is what differs from the last commit at which the whole suite
 passed, recorded in tests/full_pass.json, so every clean clone selects the same modules:
 
 - a path the gate alone covers (GATE_PATHS: docs, unit tests, benchmarks) selects nothing more;
@@ -32,6 +34,7 @@ from tests.paths import CHECKOUT
 
 RECORD = CHECKOUT / "tests" / "full_pass.json"
 INTEGRATION = "tests/integration"
+UNIT = "tests/unit"
 GATE_MODULES = (
     "tests/unit/",
     "tests/integration/local/",
@@ -100,9 +103,12 @@ class Selection:
     changed: list[str]
     everything: str | None = None  # why every module runs, when they all do
     modules: dict[str, list[str]] = field(default_factory=dict)  # module: the paths choosing it
+    measured: frozenset[str] = frozenset()  # unit modules out of the gate, run when chosen
 
     def runs(self, module: str) -> bool:
-        return self.everything is not None or module in self.modules or is_gate(module)
+        if self.everything is not None or module in self.modules:
+            return True
+        return is_gate(module) and module not in self.measured
 
     def explain(self) -> str:
         base = self.base[:12] if self.base else "none"
@@ -111,6 +117,8 @@ class Selection:
             lines.append(f"selected: every test module, because {self.everything}")
             return "\n".join(lines)
         lines.append("selected: the gate (" + ", ".join(GATE_MODULES) + ")")
+        if self.measured:
+            lines.append(f"  less {len(self.measured)} measuring unit modules, run when chosen")
         for module, paths in sorted(self.modules.items()):
             more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
             lines.append(f"  + {module}: {', '.join(paths[:3])}{more}")
@@ -121,18 +129,27 @@ def is_gate(module: str) -> bool:
     return any(module == gate or module.startswith(gate) for gate in GATE_MODULES if gate)
 
 
-def integration_modules(checkout: Path = CHECKOUT) -> dict[str, tuple[str, ...] | None]:
-    """Each integration test module and its COVERS (None where it declares none), read from
-    the source without importing it."""
-    found = {}
-    for path in sorted((checkout / INTEGRATION).glob("test_*.py")):
-        covers = None
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.Assign) and [
-                getattr(target, "id", None) for target in node.targets
-            ] == ["COVERS"]:
-                covers = tuple(ast.literal_eval(node.value))
-        found[str(path.relative_to(checkout))] = covers
+def declared_covers(path: Path) -> tuple[str, ...] | None:
+    """A test module's COVERS, read from its source without importing it (None: none)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and [
+            getattr(target, "id", None) for target in node.targets
+        ] == ["COVERS"]:
+            return tuple(ast.literal_eval(node.value))
+    return None
+
+
+def selectable_modules(checkout: Path = CHECKOUT) -> dict[str, tuple[str, ...] | None]:
+    """The modules a change selects, each with its COVERS: every integration module (None
+    where it declares none), and the unit modules that declare COVERS."""
+    found = {
+        str(path.relative_to(checkout)): declared_covers(path)
+        for path in sorted((checkout / INTEGRATION).glob("test_*.py"))
+    }
+    for path in sorted((checkout / UNIT).rglob("test_*.py")):
+        covers = declared_covers(path)
+        if covers is not None:
+            found[str(path.relative_to(checkout))] = covers
     return found
 
 
@@ -150,8 +167,9 @@ def claimants(path: str, modules: dict[str, tuple[str, ...] | None]) -> list[str
 
 
 def select(changed: list[str], base: str | None, modules=None) -> Selection:
-    modules = integration_modules() if modules is None else modules
-    selection = Selection(base, sorted(changed))
+    modules = selectable_modules() if modules is None else modules
+    measured = frozenset(module for module in modules if module.startswith(UNIT + "/"))
+    selection = Selection(base, sorted(changed), measured=measured)
     if base is None:
         selection.everything = "no full pass is recorded that this clone has (tests/full_pass.json)"
         return selection

@@ -11,7 +11,7 @@ import pytest
 from tests import costs, selection
 from tests.selection import EVERYTHING, GATE_PATHS
 
-MODULES = selection.integration_modules()
+MODULES = selection.selectable_modules()
 TRACKED = selection.tracked_paths()
 
 
@@ -54,6 +54,28 @@ def test_docs_and_unit_tests_select_the_gate_alone():
     assert picked.runs("tests/integration/test_collection.py")
     assert picked.runs("tests/integration/test_smoke.py")
     assert not picked.runs("tests/integration/test_os_matrix.py")
+    assert not picked.runs("tests/unit/hostcheck/job/test_command_scripts.py")
+    assert not picked.runs("tests/unit/hostcheck/loop/test_theory.py")
+
+
+MEASURING = [module for module in MODULES if module.startswith("tests/unit/")]
+
+
+def test_the_measuring_unit_modules_leave_the_gate_and_run_when_their_code_changes():
+    assert sorted(MEASURING) == [
+        "tests/unit/hostcheck/job/test_command.py",
+        "tests/unit/hostcheck/job/test_command_scripts.py",
+        "tests/unit/hostcheck/job/test_waits_jobs.py",
+        "tests/unit/hostcheck/loop/test_theory.py",
+    ]
+    picked = chosen("hostcheck/loop/theory.py")
+    assert sorted(picked.modules).count("tests/unit/hostcheck/loop/test_theory.py") == 1
+    assert "tests/unit/hostcheck/job/test_command_scripts.py" in picked.modules
+    assert picked.runs("tests/unit/hostcheck/checks/test_loop.py")  # the gate still runs
+    assert not chosen("roles/shm/tasks/size.yml").runs("tests/unit/hostcheck/loop/test_theory.py")
+    itself = chosen("tests/unit/hostcheck/job/test_waits_jobs.py")
+    assert list(itself.modules) == ["tests/unit/hostcheck/job/test_waits_jobs.py"]
+    assert "less 4 measuring unit modules" in itself.explain()
 
 
 def test_a_role_task_selects_the_modules_of_that_role_not_the_matrix():

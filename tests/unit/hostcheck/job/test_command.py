@@ -31,6 +31,16 @@ from tests.support.job_runs import (
     write_settings,
 )
 
+# Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
+# of CPU); tests/selection.py runs it when these paths change, make test-all always.
+COVERS = (
+    "hostcheck/*",
+    "plugins/module_utils/*",
+    "tests/jobs/*",
+    "tests/support/job_runs.py",
+    "tests/support/loop_point.py",
+)
+
 
 def test_waiting_job_fails_with_data_wait_near_the_arithmetic(tmp_path):
     """num_workers=0, 8 samples of 4 ms, a 32 ms step: the main process loads each batch

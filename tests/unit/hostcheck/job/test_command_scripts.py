@@ -46,6 +46,16 @@ from tests.jobs.scripts import (
     seed_command,
 )
 
+# Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
+# of CPU); tests/selection.py runs it when these paths change, make test-all always.
+COVERS = (
+    "hostcheck/*",
+    "plugins/module_utils/*",
+    "tests/jobs/*",
+    "tests/support/job_runs.py",
+    "tests/support/loop_point.py",
+)
+
 TOLERANCE = 0.15
 TRIES = 3
 # Share of a try's time some task waited for a CPU (/proc/pressure/cpu) above which the try

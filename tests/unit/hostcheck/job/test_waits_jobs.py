@@ -20,6 +20,16 @@ pytest.importorskip("torch", reason="hostcheck job's tests run PyTorch jobs")
 from tests.jobs.scripts import JOBS, TORCHRUN, environment
 from tests.support.job_runs import checks_by_id, hostcheck_job, job_argv, loaders
 
+# Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
+# of CPU); tests/selection.py runs it when these paths change, make test-all always.
+COVERS = (
+    "hostcheck/*",
+    "plugins/module_utils/*",
+    "tests/jobs/*",
+    "tests/support/job_runs.py",
+    "tests/support/loop_point.py",
+)
+
 STALL_S = 2.0
 FLOOR = ("--set", "job.stall_min_wait=0.5")
 SLACK_S = 0.05  # rounding of the report's times (ms) and the probe's clock conversion

@@ -23,6 +23,16 @@ import pytest
 from hostcheck.loop import theory
 from tests.paths import CHECKOUT as REPO
 
+# Out of the gate: it measures the loop against arithmetic (a minute of CPU);
+# tests/selection.py runs it when these paths change, make test-all always.
+COVERS = (
+    "hostcheck/loop/*",
+    "plugins/module_utils/*",
+    "hostcheck/units.py",
+    "hostcheck/interrupt.py",
+    "tests/support/loop_point.py",
+)
+
 LOOP_POINT = REPO / "tests" / "support" / "loop_point.py"
 TOLERANCE = 0.15
 TRIES = 5
