@@ -12,6 +12,7 @@ import tarfile
 import pytest
 
 from tests.integration.ansible import run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 from tests.integration.cuda_fakes import (
     DRIVERS,
     TORCHES,
@@ -30,6 +31,7 @@ COVERS = (
     "tests/integration/cuda_fakes.py",
     "tests/support/fake_libnvml.py",
     "tests/integration/playbooks/cuda_check*.yml",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -142,38 +144,47 @@ def gpu_host(fleet, host, tmp_path_factory):
 # ---------------------------------------------------------------- bad input
 
 
+BAD_INPUT = [
+    (
+        {"cuda_check_toolkit_version": "twelve"},
+        'cuda_check_toolkit_version: "" or a version of dotted digits such as "12.4"',
+    ),
+    (
+        {"cuda_check_min_driver_version": 550.54},
+        "(unquoted, YAML reads 12.10 as the number 12.1); got 550.54",
+    ),
+    (
+        {"cuda_check_without_driver": "maybe"},
+        "value of cuda_check_without_driver must be one of: fail, skip, got: maybe",
+    ),
+    (
+        {"cuda_check_venv": "venvs/train"},
+        'cuda_check_venv: the absolute path of the training venv, without blanks; got "venvs/',
+    ),
+    (
+        {"cuda_check_cudnn_library_paths": ["lib64"]},
+        'cuda_check_cudnn_library_paths: a list of absolute paths; got ["lib64"]',
+    ),
+]
+BAD_INPUT_IDS = ["version", "unquoted version", "without_driver", "relative venv", "relative path"]
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet, host):
+    """Every bad value in one run, a case each (tests/integration/cases.py)."""
+    return run_cases(fleet, host, PLAYBOOK, cases_of(BAD_INPUT))
+
+
 @pytest.mark.parametrize(
-    ("extra", "message"),
-    [
-        (
-            {"cuda_check_toolkit_version": "twelve"},
-            'cuda_check_toolkit_version: "" or a version of dotted digits such as "12.4"',
-        ),
-        (
-            {"cuda_check_min_driver_version": 550.54},
-            "(unquoted, YAML reads 12.10 as the number 12.1); got 550.54",
-        ),
-        (
-            {"cuda_check_without_driver": "maybe"},
-            "value of cuda_check_without_driver must be one of: fail, skip, got: maybe",
-        ),
-        (
-            {"cuda_check_venv": "venvs/train"},
-            'cuda_check_venv: the absolute path of the training venv, without blanks; got "venvs/',
-        ),
-        (
-            {"cuda_check_cudnn_library_paths": ["lib64"]},
-            'cuda_check_cudnn_library_paths: a list of absolute paths; got ["lib64"]',
-        ),
-    ],
-    ids=["version", "unquoted version", "without_driver", "relative venv", "relative path"],
+    ("index", "message"), [(i, m) for i, (_, m) in enumerate(BAD_INPUT)], ids=BAD_INPUT_IDS
 )
-def test_bad_input_fails_naming_the_variable_before_anything_else(fleet, host, extra, message):
-    done = run(fleet, **extra)
-    assert done.returncode != 0 and done.failed_hosts() == [host.name]
-    assert message in done.failure_text(host.name)
-    assert done.task_results(CHECK) == {}  # the host was never read
-    assert done.changed(host.name) == 0
+def test_bad_input_fails_naming_the_variable_before_anything_else(bad_input_run, index, message):
+    done = bad_input_run
+    case = case_name(index)
+    assert done.returncode != 0 and case in done.failed_hosts()
+    assert message in case_failures(done, case)
+    assert case not in done.task_results(CHECK)  # the host was never read
+    assert done.changed(case) == 0
 
 
 # ---------------------------------------------------------------- the host as it is

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT, run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 from tests.support.dataset_staging import write_md_superblock
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
@@ -29,6 +30,7 @@ COVERS = (
     "plugins/modules/os_packages_missing.py",
     "plugins/module_utils/dpkg_status.py",
     "tests/support/dataset_staging.py",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -513,43 +515,53 @@ def test_two_blank_disks_become_one_md_raid0_array(fleet, host):
 # ---------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize(
-    ("variables", "named"),
-    [
-        (
-            {"dataset_staging_datasets": [{"name": "a", "source": "srv/small"}]},
-            "dataset_staging_datasets[0].source: an absolute path",
-        ),
-        (
-            {"dataset_staging_datasets": [{"name": "a", "source": "/srv/nowhere"}]},
-            "dataset_staging_datasets[a]: ",
-        ),
-        ({"dataset_staging_filesystem": "zfs"}, "dataset_staging_filesystem"),
-        (
-            {
-                "dataset_staging_datasets": [
-                    {"name": "a", "source": "/srv/small"},
-                    {"name": "a", "source": "/srv/small"},
-                ]
-            },
-            "dataset_staging_datasets: the name 'a' is used twice",
-        ),
-        ({"dataset_staging_mount": "data"}, "dataset_staging_mount: an absolute path"),
-        (
-            {"dataset_staging_datasets": [{"name": "hot", "source": "/srv/sparse", "hot": True}]},
-            "dataset_staging_datasets[hot].hot: the dataset is",
-        ),
-    ],
-)
-def test_bad_input_fails_before_any_change_naming_the_variable(fleet, host, variables, named):
+BAD_INPUT = [
+    (
+        {"dataset_staging_datasets": [{"name": "a", "source": "srv/small"}]},
+        "dataset_staging_datasets[0].source: an absolute path",
+    ),
+    (
+        {"dataset_staging_datasets": [{"name": "a", "source": "/srv/nowhere"}]},
+        "dataset_staging_datasets[a]: ",
+    ),
+    ({"dataset_staging_filesystem": "zfs"}, "dataset_staging_filesystem"),
+    (
+        {
+            "dataset_staging_datasets": [
+                {"name": "a", "source": "/srv/small"},
+                {"name": "a", "source": "/srv/small"},
+            ]
+        },
+        "dataset_staging_datasets: the name 'a' is used twice",
+    ),
+    ({"dataset_staging_mount": "data"}, "dataset_staging_mount: an absolute path"),
+    (
+        {"dataset_staging_datasets": [{"name": "hot", "source": "/srv/sparse", "hot": True}]},
+        "dataset_staging_datasets[hot].hot: the dataset is",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet, host):
+    """Every bad value in one run, a case each, beside a disk that must stay as it is
+    (tests/integration/cases.py)."""
     sh(fleet, host, "mkdir -p /srv/sparse && truncate -s 100M /srv/sparse/big.bin")
     device = host.disk_paths[2]
     before = signatures(fleet, host, device)
-    extra = {"dataset_staging_devices": [device], "dataset_staging_mount": "/bad", **variables}
-    run = run_playbook(fleet, PLAYBOOK, extra_vars=extra)
+    common = {"dataset_staging_devices": [device], "dataset_staging_mount": "/bad"}
+    return device, before, run_cases(fleet, host, PLAYBOOK, cases_of(BAD_INPUT), common=common)
+
+
+@pytest.mark.parametrize(("index", "named"), [(i, n) for i, (_, n) in enumerate(BAD_INPUT)])
+def test_bad_input_fails_before_any_change_naming_the_variable(
+    fleet, host, bad_input_run, index, named
+):
+    device, before, run = bad_input_run
+    case = case_name(index)
     assert run.returncode != 0
-    assert run.changed(host.name) == 0
-    assert named in run.failure_text(host.name)
+    assert run.changed(case) == 0
+    assert named in case_failures(run, case)
     assert signatures(fleet, host, device) == before
     assert fleet.ssh(host, "test -e /bad").returncode != 0
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.integration.ansible import build_wheel, run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 from tests.sandbox.fleet import CHECKOUT
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
@@ -31,6 +32,7 @@ COVERS = (
     "plugins/module_utils/dpkg_status.py",
     "hostcheck/*",
     "tests/integration/playbooks/hostcheck.yml",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -288,39 +290,45 @@ def test_check_diff_on_a_fresh_host_changes_nothing_and_says_why_it_does_not_run
     assert f"{VENV}/bin/hostcheck run --profile default" in said
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"hostcheck_enabled": "maybe"}, "hostcheck_enabled"),
-        ({"hostcheck_fail_on": "error"}, "hostcheck_fail_on"),
-        ({"hostcheck_profile": "gpu_node"}, "hostcheck_profile: one of default, gpu-node"),
-        ({"hostcheck_venv": "venvs/train"}, "hostcheck_venv: an absolute path"),
-        ({"hostcheck_report_dir": "/"}, "hostcheck_report_dir: an absolute path"),
-        ({"hostcheck_config": {"checks": {"shmm": {}}}}, "hostcheck_config: a mapping"),
-        (
-            {"hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}}},
-            "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%",
-        ),
-        ({"hostcheck_extra_args": ["--user trainer"]}, "hostcheck_extra_args: one argument"),
-        ({"hostcheck_extra_args": ["--profile", "quick"]}, "hostcheck_extra_args: one argument"),
-        (
-            {"hostcheck_wheel": "/nonexistent/hostcheck-9.9-py3-none-any.whl"},
-            "hostcheck_wheel: no such wheel",
-        ),
-        (
-            {"hostcheck_wheel": "", "hostcheck_build_source": "/tmp"},
-            "hostcheck_build_source: no pyproject.toml",
-        ),
-    ],
-)
-def test_bad_input_fails_before_any_change(fleet, converged, fast, variables, message):
+BAD_INPUT = [
+    ({"hostcheck_enabled": "maybe"}, "hostcheck_enabled"),
+    ({"hostcheck_fail_on": "error"}, "hostcheck_fail_on"),
+    ({"hostcheck_profile": "gpu_node"}, "hostcheck_profile: one of default, gpu-node"),
+    ({"hostcheck_venv": "venvs/train"}, "hostcheck_venv: an absolute path"),
+    ({"hostcheck_report_dir": "/"}, "hostcheck_report_dir: an absolute path"),
+    ({"hostcheck_config": {"checks": {"shmm": {}}}}, "hostcheck_config: a mapping"),
+    (
+        {"hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}}},
+        "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%",
+    ),
+    ({"hostcheck_extra_args": ["--user trainer"]}, "hostcheck_extra_args: one argument"),
+    ({"hostcheck_extra_args": ["--profile", "quick"]}, "hostcheck_extra_args: one argument"),
+    (
+        {"hostcheck_wheel": "/nonexistent/hostcheck-9.9-py3-none-any.whl"},
+        "hostcheck_wheel: no such wheel",
+    ),
+    (
+        {"hostcheck_wheel": "", "hostcheck_build_source": "/tmp"},
+        "hostcheck_build_source: no pyproject.toml",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet, converged, fast):
+    """Every bad value in one run, a case each (tests/integration/cases.py)."""
     (host,) = fleet.hosts()
     before = state(fleet, host)
-    run = run_playbook(fleet, PLAYBOOK, extra_vars={**fast, **variables})
+    return host, before, run_cases(fleet, host, PLAYBOOK, cases_of(BAD_INPUT), common=fast)
+
+
+@pytest.mark.parametrize(("index", "message"), [(i, m) for i, (_, m) in enumerate(BAD_INPUT)])
+def test_bad_input_fails_before_any_change(fleet, bad_input_run, index, message):
+    host, before, run = bad_input_run
+    case = case_name(index)
     assert run.returncode != 0
-    text = " ".join(run.messages(host.name)) + run.stderr
-    assert message in text
-    assert run.changed(host.name) == 0
+    assert message in case_failures(run, case)
+    assert run.changed(case) == 0
     assert state(fleet, host) == before
 
 

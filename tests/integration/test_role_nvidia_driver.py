@@ -12,6 +12,7 @@ import platform
 import pytest
 
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
+from tests.integration.cases import case_name, cases_of, run_cases
 from tests.sandbox.fakegpu import GPU, NIC, NVSWITCH, build_repo
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
@@ -25,6 +26,7 @@ COVERS = (
     "plugins/modules/package_manager_ready.py",
     "plugins/modules/os_packages_missing.py",
     "plugins/module_utils/dpkg_status.py",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -131,39 +133,48 @@ def test_host_without_gpu_is_skipped_and_left_alone(fleet):
     assert fleet.ssh(host, "ls /etc/modprobe.d/hostcheck-blacklist-nouveau.conf").returncode != 0
 
 
-@pytest.mark.parametrize(
-    ("extra", "variable", "words"),
-    [
-        ({"nvidia_driver_branch": "latest"}, "nvidia_driver_branch", "three-digit"),
-        ({"nvidia_driver_branch": 5500}, "nvidia_driver_branch", "three-digit"),
-        ({"nvidia_driver_source": "nvidia"}, "nvidia_driver_source", "nvidia"),
-        ({"nvidia_driver_kernel_modules": "closed"}, "nvidia_driver_kernel_modules", "closed"),
-        # Debian's only source is NVIDIA's repository, which has no precompiled modules
-        (
-            {"nvidia_driver_module_build": "precompiled"},
-            "nvidia_driver_module_build",
-            "not packaged",
-        ),
-        ({"nvidia_driver_source": "distribution"}, "nvidia_driver_source", "not available"),
-        ({"nvidia_driver_mok_key": "/root/mok/MOK.priv"}, "nvidia_driver_mok_cert", "go together"),
-        (
-            {"nvidia_driver_mok_key": "MOK.priv", "nvidia_driver_mok_cert": "MOK.der"},
-            "nvidia_driver_mok_key",
-            "absolute path",
-        ),
-        (
-            {"nvidia_driver_fabric_manager": "sometimes"},
-            "nvidia_driver_fabric_manager",
-            "sometimes",
-        ),
-    ],
-)
-def test_bad_input_fails_before_any_change(fleet, extra, variable, words):
+BAD_INPUT = [
+    ({"nvidia_driver_branch": "latest"}, "nvidia_driver_branch", "three-digit"),
+    ({"nvidia_driver_branch": 5500}, "nvidia_driver_branch", "three-digit"),
+    ({"nvidia_driver_source": "nvidia"}, "nvidia_driver_source", "nvidia"),
+    ({"nvidia_driver_kernel_modules": "closed"}, "nvidia_driver_kernel_modules", "closed"),
+    # Debian's only source is NVIDIA's repository, which has no precompiled modules
+    (
+        {"nvidia_driver_module_build": "precompiled"},
+        "nvidia_driver_module_build",
+        "not packaged",
+    ),
+    ({"nvidia_driver_source": "distribution"}, "nvidia_driver_source", "not available"),
+    ({"nvidia_driver_mok_key": "/root/mok/MOK.priv"}, "nvidia_driver_mok_cert", "go together"),
+    (
+        {"nvidia_driver_mok_key": "MOK.priv", "nvidia_driver_mok_cert": "MOK.der"},
+        "nvidia_driver_mok_key",
+        "absolute path",
+    ),
+    (
+        {"nvidia_driver_fabric_manager": "sometimes"},
+        "nvidia_driver_fabric_manager",
+        "sometimes",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet):
+    """Every bad value in one run on the second host, a case each (tests/integration/cases.py)."""
     host = fleet.hosts()[1]
-    done = run(fleet, host, **extra)
+    return host, run_cases(fleet, host, PLAYBOOK, cases_of(BAD_INPUT))
+
+
+@pytest.mark.parametrize(
+    ("index", "variable", "words"), [(i, v, w) for i, (_, v, w) in enumerate(BAD_INPUT)]
+)
+def test_bad_input_fails_before_any_change(fleet, bad_input_run, index, variable, words):
+    host, done = bad_input_run
+    case = case_name(index)
     assert done.returncode != 0
-    assert done.changed(host.name) == 0
-    message = " ".join(done.messages(host.name))
+    assert done.changed(case) == 0
+    message = " ".join(done.messages(case))
     assert variable in message and words in message, message
     assert installed(fleet, host) == {}
 

@@ -23,6 +23,7 @@ import pytest
 
 from hostcheck import simdscan
 from tests.integration.ansible import run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 from tests.sandbox.fleet import CHECKOUT
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
@@ -34,6 +35,7 @@ COVERS = (
     "plugins/modules/os_packages_missing.py",
     "plugins/module_utils/dpkg_status.py",
     "tests/integration/playbooks/pillow_simd.yml",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -415,28 +417,36 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet, cache, converged
     assert sorted(str(p) for p in cache.rglob("*")) == cached
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"pillow_simd_venv": "opt/venvs/train"}, "pillow_simd_venv: an absolute path"),
-        ({"pillow_simd_venv": "/opt/venvs/my venv"}, "pillow_simd_venv: an absolute path"),
-        ({"pillow_simd_venv": "/opt/venvs/../train"}, "pillow_simd_venv: an absolute path"),
-        ({"pillow_simd_venv": "/root/venv-is-a-file"}, "not a directory (a file)"),
-        ({"pillow_simd_venv": "/etc"}, "no pyvenv.cfg (not a virtual environment)"),
-        ({"pillow_simd_version": ">=12"}, "pillow_simd_version: one exact release"),
-        ({"pillow_simd_version": "latest"}, "pillow_simd_version: one exact release"),
-        ({"pillow_simd_avx2": "sometimes"}, "pillow_simd_avx2: auto, true or false"),
-        ({"pillow_simd_avx2": 1}, "pillow_simd_avx2: auto, true or false"),
-        ({"pillow_simd_wheel_cache": "relative/wheels"}, "pillow_simd_wheel_cache must be"),
-        ({"pillow_simd_enabled": "maybe"}, "pillow_simd_enabled"),
-    ],
-)
-def test_bad_input_fails_before_any_change(fleet, hosts, cache, converged, variables, message):
+BAD_INPUT = [
+    ({"pillow_simd_venv": "opt/venvs/train"}, "pillow_simd_venv: an absolute path"),
+    ({"pillow_simd_venv": "/opt/venvs/my venv"}, "pillow_simd_venv: an absolute path"),
+    ({"pillow_simd_venv": "/opt/venvs/../train"}, "pillow_simd_venv: an absolute path"),
+    ({"pillow_simd_venv": "/root/venv-is-a-file"}, "not a directory (a file)"),
+    ({"pillow_simd_venv": "/etc"}, "no pyvenv.cfg (not a virtual environment)"),
+    ({"pillow_simd_version": ">=12"}, "pillow_simd_version: one exact release"),
+    ({"pillow_simd_version": "latest"}, "pillow_simd_version: one exact release"),
+    ({"pillow_simd_avx2": "sometimes"}, "pillow_simd_avx2: auto, true or false"),
+    ({"pillow_simd_avx2": 1}, "pillow_simd_avx2: auto, true or false"),
+    ({"pillow_simd_wheel_cache": "relative/wheels"}, "pillow_simd_wheel_cache must be"),
+    ({"pillow_simd_enabled": "maybe"}, "pillow_simd_enabled"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet, hosts, cache, converged):
+    """Every bad value in one run on node1, a case each (tests/integration/cases.py)."""
     host = hosts["node1"]
     sh(fleet, host, "test -e /root/venv-is-a-file || echo data > /root/venv-is-a-file")
     before = host_state(fleet, host)
-    run = play(fleet, cache, extra_vars=variables, limit="node1")
+    common = {"pillow_simd_wheel_cache": str(cache)}
+    return host, before, run_cases(fleet, host, PLAYBOOK, cases_of(BAD_INPUT), common=common)
+
+
+@pytest.mark.parametrize(("index", "message"), [(i, m) for i, (_, m) in enumerate(BAD_INPUT)])
+def test_bad_input_fails_before_any_change(fleet, bad_input_run, index, message):
+    host, before, run = bad_input_run
+    case = case_name(index)
     assert run.returncode != 0
-    assert message in " ".join(run.messages("node1")) + run.stderr
-    assert run.changed("node1") == 0
+    assert message in case_failures(run, case)
+    assert run.changed(case) == 0
     assert host_state(fleet, host) == before

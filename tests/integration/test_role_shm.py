@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -13,6 +14,7 @@ COVERS = (
     "plugins/*/shm_*",
     "plugins/module_utils/mountinfo.py",
     "plugins/module_utils/sizes.py",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -167,26 +169,33 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
     assert before[1] == 64 * MiB
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"shm_size": "-1G"}, "shm_size: not a size"),
-        ({"shm_size": "0"}, "shm_size: must be larger than zero"),
-        ({"shm_size": "12 parsecs"}, "shm_size: not a size"),
-        ({"shm_size": "150%"}, "shm_size: a percentage of RAM must be between"),
-        ({"shm_size": "64XB"}, "shm_size: not a size"),
-        ({"shm_mount_options": ["nosuid", "size=1g"]}, "shm_mount_options:"),
-        ({"shm_enabled": "maybe"}, "shm_enabled"),
-    ],
-)
-def test_bad_input_fails_before_any_change(fleet, variables, message):
+BAD_INPUT = [
+    ({"shm_size": "-1G"}, "shm_size: not a size"),
+    ({"shm_size": "0"}, "shm_size: must be larger than zero"),
+    ({"shm_size": "12 parsecs"}, "shm_size: not a size"),
+    ({"shm_size": "150%"}, "shm_size: a percentage of RAM must be between"),
+    ({"shm_size": "64XB"}, "shm_size: not a size"),
+    ({"shm_mount_options": ["nosuid", "size=1g"]}, "shm_mount_options:"),
+    ({"shm_enabled": "maybe"}, "shm_enabled"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet):
+    """Every bad value in one site.yml run, a case each (tests/integration/cases.py)."""
     (host,) = fleet.hosts()
     before = shm_state(fleet, host)
-    run = run_playbook(fleet, extra_vars={"shm_size": "256m", **variables})
+    run = run_cases(fleet, host, "site.yml", cases_of(BAD_INPUT), common={"shm_size": "256m"})
+    return host, before, run
+
+
+@pytest.mark.parametrize(("index", "message"), [(i, m) for i, (_, m) in enumerate(BAD_INPUT)])
+def test_bad_input_fails_before_any_change(fleet, bad_input_run, index, message):
+    host, before, run = bad_input_run
+    case = case_name(index)
     assert run.returncode != 0
-    text = " ".join(run.messages(host.name)) + run.stderr
-    assert message in text
-    assert run.changed(host.name) == 0
+    assert message in case_failures(run, case)
+    assert run.changed(case) == 0
     assert shm_state(fleet, host) == before
 
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.integration.ansible import run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -22,6 +23,7 @@ COVERS = (
     "plugins/module_utils/cpus.py",
     "plugins/module_utils/host_files.py",
     "tests/integration/playbooks/sysctl_tuning.yml",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -274,34 +276,45 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
     assert file_lines(fresh, host) is None
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"sysctl_tuning_cpu_governor": "turbo"}, "sysctl_tuning_cpu_governor"),
-        ({"sysctl_tuning_thp_enabled": "sometimes"}, "sysctl_tuning_thp_enabled"),
-        ({"sysctl_tuning_thp_defrag": "defer+never"}, "sysctl_tuning_thp_defrag"),
-        ({"sysctl_tuning_enabled": "maybe"}, "sysctl_tuning_enabled"),
-        ({"sysctl_tuning_file": "/etc/sysctl.conf"}, "sysctl_tuning_file: a file directly in"),
-        ({"sysctl_tuning_settings": "vm.swappiness=5"}, "sysctl_tuning_settings"),
-        ({"vm/swappiness": 5}, "sysctl_tuning_settings['vm/swappiness']: not a sysctl name"),
-        ({"vm.max_map_count": True}, "['vm.max_map_count']: a boolean"),
-        ({"vm.max_map_count": "lots"}, "['vm.max_map_count']: expected an integer"),
-        ({"vm.max_map_count": "0x40000"}, "['vm.max_map_count']: expected an integer"),
-        ({"net.ipv4.tcp_rmem": 16777216}, "['net.ipv4.tcp_rmem']: expected 3 integers"),
-        ({"vm.no_such_knob": 1}, "['vm.no_such_knob']: not a sysctl of this host's kernel"),
-        ({"kernel.random.boot_id": "x"}, "['kernel.random.boot_id']: a read-only sysctl"),
-    ],
-)
-def test_bad_input_fails_before_any_change(fleet, variables, message):
-    """Each bad value comes with a good change (vm.swappiness 5) that must not be made."""
+BAD_INPUT = [
+    ({"sysctl_tuning_cpu_governor": "turbo"}, "sysctl_tuning_cpu_governor"),
+    ({"sysctl_tuning_thp_enabled": "sometimes"}, "sysctl_tuning_thp_enabled"),
+    ({"sysctl_tuning_thp_defrag": "defer+never"}, "sysctl_tuning_thp_defrag"),
+    ({"sysctl_tuning_enabled": "maybe"}, "sysctl_tuning_enabled"),
+    ({"sysctl_tuning_file": "/etc/sysctl.conf"}, "sysctl_tuning_file: a file directly in"),
+    ({"sysctl_tuning_settings": "vm.swappiness=5"}, "sysctl_tuning_settings"),
+    ({"vm/swappiness": 5}, "sysctl_tuning_settings['vm/swappiness']: not a sysctl name"),
+    ({"vm.max_map_count": True}, "['vm.max_map_count']: a boolean"),
+    ({"vm.max_map_count": "lots"}, "['vm.max_map_count']: expected an integer"),
+    ({"vm.max_map_count": "0x40000"}, "['vm.max_map_count']: expected an integer"),
+    ({"net.ipv4.tcp_rmem": 16777216}, "['net.ipv4.tcp_rmem']: expected 3 integers"),
+    ({"vm.no_such_knob": 1}, "['vm.no_such_knob']: not a sysctl of this host's kernel"),
+    ({"kernel.random.boot_id": "x"}, "['kernel.random.boot_id']: a read-only sysctl"),
+]
+
+
+def bad_case(variables: dict) -> dict:
+    """A bad value beside a good change (vm.swappiness 5) that must not be made."""
+    role_vars = {k: v for k, v in variables.items() if k.startswith("sysctl_tuning_")}
+    sysctls = {k: v for k, v in variables.items() if not k.startswith("sysctl_tuning_")}
+    return {"sysctl_tuning_settings": {**SETTINGS, "vm.swappiness": 5, **sysctls}, **role_vars}
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet):
+    """Every bad value in one run, a case each (tests/integration/cases.py)."""
     (host,) = fleet.hosts()
     before = file_lines(fleet, host)
     assert before == EXPECTED_LINES  # as the tests above leave it
-    role_vars = {k: v for k, v in variables.items() if k.startswith("sysctl_tuning_")}
-    sysctls = {k: v for k, v in variables.items() if not k.startswith("sysctl_tuning_")}
-    extra = {"sysctl_tuning_settings": {**SETTINGS, "vm.swappiness": 5, **sysctls}, **role_vars}
-    done = run(fleet, extra_vars=extra)
+    cases = {case: bad_case(variables) for case, variables in cases_of(BAD_INPUT).items()}
+    return host, before, run_cases(fleet, host, PLAYBOOK, cases)
+
+
+@pytest.mark.parametrize(("index", "message"), [(i, m) for i, (_, m) in enumerate(BAD_INPUT)])
+def test_bad_input_fails_before_any_change(fleet, bad_input_run, index, message):
+    host, before, done = bad_input_run
+    case = case_name(index)
     assert done.returncode != 0
-    assert message in done.failure_text(host.name)
-    assert done.changed(host.name) == 0
+    assert message in case_failures(done, case)
+    assert done.changed(case) == 0
     assert file_lines(fleet, host) == before

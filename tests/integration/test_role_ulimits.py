@@ -16,6 +16,7 @@ from hostcheck._shared import limits_text
 
 from hostcheck import limits as lim
 from tests.integration.ansible import run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -25,6 +26,7 @@ COVERS = (
     "plugins/module_utils/host_files.py",
     "plugins/module_utils/sizes.py",
     "tests/integration/playbooks/ulimits.yml",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -312,41 +314,47 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
     assert "No such file" in before
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"ulimits_nofile_soft": -1}, "ulimits_nofile_soft: must not be negative"),
-        ({"ulimits_nofile_soft": 0}, "ulimits_nofile_soft: must be larger than zero"),
-        ({"ulimits_nofile_soft": 1.5}, "ulimits_nofile_soft: expected a positive whole number"),
-        ({"ulimits_nproc_soft": "lots"}, "ulimits_nproc_soft: expected a positive whole number"),
-        ({"ulimits_memlock_soft": "8X"}, "ulimits_memlock_soft: not a size: unknown unit"),
-        ({"ulimits_memlock_hard": "8MB"}, "ulimits_memlock_hard: 8000000 bytes is not a whole"),
-        (
-            {"ulimits_nofile_soft": 20000, "ulimits_nofile_hard": 16384},
-            "ulimits_nofile_soft: 20000 is above ulimits_nofile_hard: 16384",
-        ),
-        (
-            {"ulimits_memlock_soft": "16M", "ulimits_memlock_hard": 8192},
-            "ulimits_memlock_soft: 16M is above ulimits_memlock_hard: 8192",
-        ),
-        ({"ulimits_nofile_hard": 2000000}, "ulimits_nofile_hard: 2000000 is above fs.nr_open"),
-        (
-            {"ulimits_memlock_hard": "unlimited"},
-            "ulimits_memlock_hard: unlimited is above the hard limit PID 1 has here (8192 KiB)",
-        ),
-        ({"ulimits_users": []}, "ulimits_users: a non-empty list"),
-        ({"ulimits_users": ["*", "bad user"]}, "not a user, @group or '*': ['bad user']"),
-        ({"ulimits_enabled": "maybe"}, "ulimits_enabled"),
-    ],
-)
-def test_bad_input_fails_before_any_change(fleet, converged, variables, message):
+BAD_INPUT = [
+    ({"ulimits_nofile_soft": -1}, "ulimits_nofile_soft: must not be negative"),
+    ({"ulimits_nofile_soft": 0}, "ulimits_nofile_soft: must be larger than zero"),
+    ({"ulimits_nofile_soft": 1.5}, "ulimits_nofile_soft: expected a positive whole number"),
+    ({"ulimits_nproc_soft": "lots"}, "ulimits_nproc_soft: expected a positive whole number"),
+    ({"ulimits_memlock_soft": "8X"}, "ulimits_memlock_soft: not a size: unknown unit"),
+    ({"ulimits_memlock_hard": "8MB"}, "ulimits_memlock_hard: 8000000 bytes is not a whole"),
+    (
+        {"ulimits_nofile_soft": 20000, "ulimits_nofile_hard": 16384},
+        "ulimits_nofile_soft: 20000 is above ulimits_nofile_hard: 16384",
+    ),
+    (
+        {"ulimits_memlock_soft": "16M", "ulimits_memlock_hard": 8192},
+        "ulimits_memlock_soft: 16M is above ulimits_memlock_hard: 8192",
+    ),
+    ({"ulimits_nofile_hard": 2000000}, "ulimits_nofile_hard: 2000000 is above fs.nr_open"),
+    (
+        {"ulimits_memlock_hard": "unlimited"},
+        "ulimits_memlock_hard: unlimited is above the hard limit PID 1 has here (8192 KiB)",
+    ),
+    ({"ulimits_users": []}, "ulimits_users: a non-empty list"),
+    ({"ulimits_users": ["*", "bad user"]}, "not a user, @group or '*': ['bad user']"),
+    ({"ulimits_enabled": "maybe"}, "ulimits_enabled"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(fleet, converged):
+    """Every bad value in one run, a case each (tests/integration/cases.py)."""
     (host,) = fleet.hosts()
     before = host_state(fleet, host)
-    run = run_playbook(fleet, PLAYBOOK, extra_vars={**VALUES, **variables})
+    return host, before, run_cases(fleet, host, PLAYBOOK, cases_of(BAD_INPUT), common=VALUES)
+
+
+@pytest.mark.parametrize(("index", "message"), [(i, m) for i, (_, m) in enumerate(BAD_INPUT)])
+def test_bad_input_fails_before_any_change(fleet, bad_input_run, index, message):
+    host, before, run = bad_input_run
+    case = case_name(index)
     assert run.returncode != 0
-    text = " ".join(run.messages(host.name)) + run.stderr
-    assert message in text
-    assert run.changed(host.name) == 0
+    assert message in case_failures(run, case)
+    assert run.changed(case) == 0
     assert host_state(fleet, host) == before
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 
 import pytest
-import yaml
 
 from tests.integration.ansible import run_playbook
+from tests.integration.cases import case_failures, case_name, cases_of, run_cases
 from tests.integration.test_os_matrix import sh
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
@@ -22,6 +22,7 @@ COVERS = (
     "roles/*/meta/main.yml",
     "tests/sandbox/oskinds.py",
     "tests/integration/test_os_matrix.py",
+    "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -57,28 +58,25 @@ STATE = "df -B1 --output=size /dev/shm | tail -1; ls /etc/security/limits.d; ls 
 
 @pytest.fixture(scope="module")
 def bad_run(make_fleet):
-    """One host per bad row, each with its row as host_vars, all in one site.yml run."""
-    fleet = make_fleet("site-bad", hosts=len(BAD_ROWS))
-    host_vars = fleet.inventory.parent / "host_vars"
-    host_vars.mkdir(exist_ok=True)
-    hosts = fleet.hosts()
-    for host, (variables, _) in zip(hosts, BAD_ROWS):
-        (host_vars / f"{host.name}.yml").write_text(yaml.safe_dump(variables))
-    before = {host.name: sh(fleet, host, STATE) for host in hosts}
-    return fleet, hosts, before, run_playbook(fleet, "site.yml")
+    """Every bad row in one site.yml run on one host: each row an inventory alias of the host
+    with its row as host variables (tests/integration/cases.py)."""
+    fleet = make_fleet("site-bad", hosts=1)
+    (host,) = fleet.hosts()
+    before = sh(fleet, host, STATE)
+    return fleet, host, before, run_cases(fleet, host, "site.yml", cases_of(BAD_ROWS))
 
 
 @pytest.mark.parametrize(
     ("row", "named"), [(index, named) for index, (_, named) in enumerate(BAD_ROWS)]
 )
 def test_bad_input_stops_before_any_change(bad_run, row, named):
-    fleet, hosts, before, run = bad_run
-    host = hosts[row]
+    fleet, host, before, run = bad_run
+    case = case_name(row)
     assert run.returncode != 0
-    assert host.name in run.failed_hosts()
-    assert run.changed(host.name) == 0
-    assert named in " ".join(run.messages(host.name))
-    assert sh(fleet, host, STATE) == before[host.name]
+    assert case in run.failed_hosts()
+    assert run.changed(case) == 0
+    assert named in case_failures(run, case)
+    assert sh(fleet, host, STATE) == before
 
 
 # Identity files of OSes the roles do not support, written over a Rocky 9 look-alike: CentOS 7
