@@ -19,6 +19,9 @@ description:
     configured, and every later apt run stops ("dpkg was interrupted"). With
     I(repair_interrupted) the module runs C(dpkg --configure -a), as that message asks;
     without it, it fails naming the packages.
+  - A package killed while dpkg unpacked it is half-installed, flagged reinstall-required, and
+    C(dpkg --configure -a) cannot configure it, nor what depends on it. Those packages are
+    installed again from the archive (C(apt-get install --reinstall)), then configured.
   - Changes nothing in check mode but reports what it would repair.
 options:
   manager:
@@ -31,7 +34,8 @@ options:
     type: int
     default: 600
   repair_interrupted:
-    description: Run C(dpkg --configure -a) when dpkg was interrupted (apt hosts).
+    description: Run C(dpkg --configure -a) when dpkg was interrupted, reinstalling the
+      packages it left half-installed first (apt hosts).
     type: bool
     default: true
 author: hostcheck maintainers (@hostcheck)
@@ -55,7 +59,8 @@ holders:
   elements: dict
   returned: always
 repaired:
-  description: The packages dpkg --configure -a configured (empty when dpkg was not interrupted).
+  description: The packages an interrupted dpkg left unfinished, now installed and configured
+    (empty when dpkg was not interrupted).
   type: list
   elements: str
   returned: always
@@ -179,6 +184,55 @@ def wait_for_locks(manager: str, timeout: float, clock=time.monotonic, sleep=tim
         sleep(min(POLL_S, max(timeout - waited, 0.0)))
 
 
+def needs_reinstall(dpkg_status: str) -> list[str]:
+    """The packages dpkg cannot configure until they are unpacked again: half-installed, or
+    flagged reinstall-required."""
+    return [name for name, state, flag in dpkg_states(dpkg_status) if state == "H" or flag == "R"]
+
+
+def dpkg_error(output: str) -> str:
+    """dpkg's first error with its reason (the indented lines under it), else the last line."""
+    lines = [line.rstrip() for line in output.strip().splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        if line.startswith("dpkg: error processing"):
+            reason = []
+            for more in lines[index + 1 :]:
+                if not more.startswith(" "):
+                    break
+                reason.append(more.strip())
+            return " ".join([line, *reason])
+    return lines[-1].strip() if lines else ""
+
+
+def repair(module, result: dict) -> None:
+    """dpkg --configure -a; where it stops at half-installed packages, apt installs them
+    again from the archive, and dpkg --configure -a finishes the rest."""
+    noninteractive = {"DEBIAN_FRONTEND": "noninteractive"}
+    configure = ["dpkg", "--configure", "-a"]
+    rc, out, err = module.run_command(configure, environ_update=noninteractive)
+    if rc == 0:
+        return
+    dummy, status, dummy = module.run_command(QUERY)
+    again = needs_reinstall(status)
+    if not again:
+        module.fail_json(
+            msg=f"dpkg was interrupted and dpkg --configure -a failed (exit {rc}): "
+            f"{dpkg_error(err + out)}",
+            **result,
+        )
+    reinstall = ["apt-get", "install", "--reinstall", "-y", "-q"]
+    reinstall += ["-o", "Dpkg::Options::=--force-confold", *again]
+    rc, out, err = module.run_command(reinstall, environ_update=noninteractive)
+    if rc == 0:
+        rc, out, err = module.run_command(configure, environ_update=noninteractive)
+    if rc != 0:
+        module.fail_json(
+            msg=f"dpkg was interrupted half way through unpacking {', '.join(again)}, and "
+            f"installing them again failed (exit {rc}): {dpkg_error(err + out)}",
+            **result,
+        )
+
+
 def half_configured(dpkg_status: str) -> list[str]:
     """The packages a killed dpkg left unfinished, from dpkg_status.QUERY's output: state
     half-installed, unpacked, half-configured or awaiting triggers, or the reinstall-required
@@ -218,17 +272,7 @@ def main() -> None:
         if broken:
             result.update(changed=True, repaired=broken)
             if not module.check_mode:
-                rc, out, err = module.run_command(
-                    ["dpkg", "--configure", "-a"],
-                    environ_update={"DEBIAN_FRONTEND": "noninteractive"},
-                )
-                if rc != 0:
-                    last = ((err or out).strip().splitlines() or [""])[-1]
-                    module.fail_json(
-                        msg=f"dpkg was interrupted and dpkg --configure -a failed (exit {rc}): "
-                        f"{last}",
-                        **result,
-                    )
+                repair(module, result)
     module.exit_json(**result)
 
 

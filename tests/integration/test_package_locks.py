@@ -139,6 +139,38 @@ def test_a_package_dpkg_left_unconfigured_is_configured_first(apt_host):
     assert again.returncode == 0 and again.changed(host.name) == 0
 
 
+def test_a_package_dpkg_was_killed_unpacking_is_installed_again_then_configured(apt_host):
+    """dpkg killed while it unpacks a package leaves it half-installed, reinstall required
+    (what it writes to its status file before the first file). dpkg --configure -a passes it
+    over, and a package depending on it, unpacked before the cut, fails to configure
+    ("dependency problems"), as the driver's dkms package did after a power cut. The wait
+    task has apt install the half-installed package again from the archive, then configures
+    the rest."""
+    fleet, host = apt_host
+    remove(fleet, host, "toilet", "toilet-fonts", "figlet")
+    cut = fleet.ssh(
+        host,
+        "ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1 || apt-get update -q; "
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q libcaca0 >/dev/null && "
+        "cd /tmp && rm -f toilet*.deb && apt-get download -q toilet toilet-fonts && "
+        "dpkg --unpack /tmp/toilet-fonts_*.deb /tmp/toilet_*.deb && "
+        "sed -i '/^Package: toilet-fonts$/,/^$/s/^Status: .*/Status: install reinstreq "
+        "half-installed/' /var/lib/dpkg/status",
+    )
+    assert cut.returncode == 0, cut.stderr
+    assert (status(fleet, host, "toilet-fonts"), status(fleet, host, "toilet")) == ("iHR", "iU ")
+    refused = fleet.ssh(host, "dpkg --configure -a")
+    assert refused.returncode != 0, refused.stdout  # what the task alone did before
+    assert "dependency problems" in refused.stderr, refused.stderr
+    done = run(fleet, host, ["figlet"], timeout=60)
+    assert done.returncode == 0, done.failure_text(host.name)
+    result = done.task_results(WAIT_TASK)[host.name]
+    assert result["changed"] is True and result["repaired"] == ["toilet", "toilet-fonts"]
+    for package in ("toilet-fonts", "toilet", "figlet"):
+        assert status(fleet, host, package) == "ii ", package
+    assert fleet.ssh(host, "toilet -f future ok").returncode == 0
+
+
 # ------------------------------------------------------------------ dnf (a Rocky 9 look-alike)
 
 DNF_HOLDER_UNIT = "fake-dnf-makecache"

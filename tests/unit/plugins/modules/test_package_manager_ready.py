@@ -142,3 +142,23 @@ def test_packages_an_interrupted_dpkg_left_are_named():
         "libtrig",
         "libre",
     ]
+
+
+def test_half_installed_and_reinstall_required_packages_are_installed_again():
+    status = "gcc ii \nhello iHR\nlibre iiR\nnvidia-dkms iU \nlibH iH \n"
+    assert module.needs_reinstall(status) == ["hello", "libre", "libH"]
+
+
+def test_dpkg_says_why_not_only_which_package():
+    output = (
+        "dpkg: error processing package nvidia-dkms-570-server-open (--configure):\n"
+        " package is in a very bad inconsistent state; you should\n"
+        "Errors were encountered while processing:\n"
+        " nvidia-dkms-570-server-open\n"
+    )
+    assert module.dpkg_error(output) == (
+        "dpkg: error processing package nvidia-dkms-570-server-open (--configure): "
+        "package is in a very bad inconsistent state; you should"
+    )
+    assert module.dpkg_error("E: something else\n") == "E: something else"
+    assert module.dpkg_error("") == ""
