@@ -101,10 +101,15 @@ def _selection_mode(config) -> str:
     return "all" if whole and not narrowed else "some"
 
 
-def pytest_report_header(config) -> list[str] | None:
+def pytest_sessionstart(session) -> None:
+    """make test says what it selected and why, before anything runs (-q hides the header)."""
+    config = session.config
     if config.getoption("changed_only") and not hasattr(config, "workerinput"):
-        return selection.current().explain().splitlines()
-    return None
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.section("selection (tests/selection.py)")
+            for line in selection.current().explain().splitlines():
+                reporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
