@@ -188,13 +188,14 @@ class Fleet:
         for host in hosts:
             self._prepare(host, roots[host.os], shared)
             self._save(hosts)
+        # a started host carries its marker at once, so the next fleet's booking counts it
         with budget.booking(running_hosts, count, log=self.log):
             for host in hosts:
                 self._start(host)
                 self._save(hosts)
-            self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
-            with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
-                list(pool.map(self._wait_ready, hosts))
+        self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
+        with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
+            list(pool.map(self._wait_ready, hosts))
         self._save(hosts)
         self._write_inventory(hosts)
         self.log(
