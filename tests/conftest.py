@@ -115,12 +115,13 @@ def pytest_sessionstart(session) -> None:
 def pytest_collection_modifyitems(config, items) -> None:
     if config.getoption("changed_only"):
         chosen = selection.current()
-        kept = [item for item in items if chosen.runs(_module_of(item.nodeid))]
-        dropped = [item for item in items if not chosen.runs(_module_of(item.nodeid))]
+        runs = {item: chosen.runs(_module_of(item.nodeid)) for item in items}
+        kept = [item for item in items if runs[item]]
+        dropped = [item for item in items if not runs[item]]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in LONGEST_FIRST)
+    items.sort(key=lambda item: _module_of(item.nodeid) not in LONGEST_FIRST)
 
 
 _SPANS: dict[tuple[str, str], list[float]] = {}
@@ -132,7 +133,7 @@ def pytest_runtest_logreport(report) -> None:
         _LEDGER[0].outcome(_module_of(report.nodeid), report.outcome)
     worker = getattr(getattr(report, "node", None), "gateway", None)
     worker_id = worker.id if worker is not None else "main"
-    module = report.nodeid.split("::", 1)[0]
+    module = _module_of(report.nodeid)
     for grouped in ("tests/unit/", "tests/integration/local/"):
         if module.startswith(grouped):
             module = f"{grouped}*"

@@ -89,7 +89,6 @@ class Fleet:
         os_kinds: list[oskinds.OsKind] | str | None = None,
         byte_compile: bool = False,
         root_space: str | None = None,
-        shared_cache: Path | None = None,
         log=print,
     ) -> None:
         self.checkout = checkout.resolve()
@@ -97,7 +96,7 @@ class Fleet:
         self.id = fleet_id(self.checkout, instance)
         self.cache = self.checkout / ".cache" / "sandbox"
         # root file systems, ccache and sources files: shared by every checkout on this machine
-        self.shared_cache = shared_cache or MACHINE_CACHE / "sandbox"
+        self.shared_cache = MACHINE_CACHE / "sandbox"
         if instance == "main":
             self.folder = self.cache / "fleet"
             self.inventory = self.checkout / "inventory" / "sandbox" / "hosts.yml"
