@@ -101,21 +101,27 @@ def _selection_mode(config) -> str:
     return "all" if whole and not narrowed else "some"
 
 
-def pytest_report_header(config) -> list[str] | None:
+def pytest_sessionstart(session) -> None:
+    """make test says what it selected and why, before anything runs (-q hides the header)."""
+    config = session.config
     if config.getoption("changed_only") and not hasattr(config, "workerinput"):
-        return selection.current().explain().splitlines()
-    return None
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.section("selection (tests/selection.py)")
+            for line in selection.current().explain().splitlines():
+                reporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     if config.getoption("changed_only"):
         chosen = selection.current()
-        kept = [item for item in items if chosen.runs(_module_of(item.nodeid))]
-        dropped = [item for item in items if not chosen.runs(_module_of(item.nodeid))]
+        runs = {item: chosen.runs(_module_of(item.nodeid)) for item in items}
+        kept = [item for item in items if runs[item]]
+        dropped = [item for item in items if not runs[item]]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in LONGEST_FIRST)
+    items.sort(key=lambda item: _module_of(item.nodeid) not in LONGEST_FIRST)
 
 
 _SPANS: dict[tuple[str, str], list[float]] = {}
@@ -127,7 +133,7 @@ def pytest_runtest_logreport(report) -> None:
         _LEDGER[0].outcome(_module_of(report.nodeid), report.outcome)
     worker = getattr(getattr(report, "node", None), "gateway", None)
     worker_id = worker.id if worker is not None else "main"
-    module = report.nodeid.split("::", 1)[0]
+    module = _module_of(report.nodeid)
     for grouped in ("tests/unit/", "tests/integration/local/"):
         if module.startswith(grouped):
             module = f"{grouped}*"

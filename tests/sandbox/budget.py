@@ -2,11 +2,12 @@
 instances. Each host's systemd, dbus and logind hold inotify instances, counted against root's
 fs.inotify.max_user_instances together with every other host's and this machine's own (128 on
 a fresh machine of this kind): past it a host's systemd cannot start ("Failed to create control
-group inotify object: Too many open files"). Fleets of several pytest workers and checkouts boot
-one at a time under a machine-wide lock, each counting the hosts already running; where the
-limit cannot hold them all at their peak, it is raised (root only, never lowered), and where it
-cannot be raised the boot waits for other fleets to go down, then fails naming the sysctl,
-rather than one host failing at random.
+group inotify object: Too many open files"). Fleets of several pytest workers and checkouts
+start their hosts one fleet at a time under a machine-wide lock (held for the spawning only),
+each counting the hosts already started (a host's marker is in its first process's
+environment, so it counts from then); where the limit cannot hold them all at their peak, it
+is raised (root only, never lowered), and where it cannot be raised the start waits for other
+fleets to go down, then fails naming the sysctl, rather than one host failing at random.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ def instances_needed(running_hosts: int, new_hosts: int) -> int:
 
 @contextlib.contextmanager
 def booking(running_hosts, new_hosts: int, log=print, wait_s: float = WAIT_S) -> Iterator[None]:
-    """Held while a fleet boots: no other fleet boots meanwhile, and the limit holds the hosts
-    running (running_hosts(), counted under the lock) and the new ones at their peak."""
+    """Held while a fleet starts its hosts: no other fleet starts any meanwhile, and the limit
+    holds the hosts running (running_hosts(), counted under the lock) and the new ones at their
+    peak."""
     LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

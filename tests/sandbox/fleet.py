@@ -89,7 +89,6 @@ class Fleet:
         os_kinds: list[oskinds.OsKind] | str | None = None,
         byte_compile: bool = False,
         root_space: str | None = None,
-        shared_cache: Path | None = None,
         log=print,
     ) -> None:
         self.checkout = checkout.resolve()
@@ -97,7 +96,7 @@ class Fleet:
         self.id = fleet_id(self.checkout, instance)
         self.cache = self.checkout / ".cache" / "sandbox"
         # root file systems, ccache and sources files: shared by every checkout on this machine
-        self.shared_cache = shared_cache or MACHINE_CACHE / "sandbox"
+        self.shared_cache = MACHINE_CACHE / "sandbox"
         if instance == "main":
             self.folder = self.cache / "fleet"
             self.inventory = self.checkout / "inventory" / "sandbox" / "hosts.yml"
@@ -188,13 +187,14 @@ class Fleet:
         for host in hosts:
             self._prepare(host, roots[host.os], shared)
             self._save(hosts)
+        # a started host carries its marker at once, so the next fleet's booking counts it
         with budget.booking(running_hosts, count, log=self.log):
             for host in hosts:
                 self._start(host)
                 self._save(hosts)
-            self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
-            with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
-                list(pool.map(self._wait_ready, hosts))
+        self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
+        with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
+            list(pool.map(self._wait_ready, hosts))
         self._save(hosts)
         self._write_inventory(hosts)
         self.log(
