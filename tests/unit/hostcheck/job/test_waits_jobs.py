@@ -3,8 +3,10 @@ happened, and the slowest of two ranks (hostcheck/job/waits.py).
 
 The costs are sleeps, which a busy machine can only stretch: a stall of seconds stays a
 stall, and a rank whose samples cost 40 times more stays the slowest. The stall floor is
-raised (`job.stall_min_wait`) so that the hiccups of a loaded two-core machine, tens of
-milliseconds, are never taken for the stall the test injects.
+raised (`job.stall_min_wait`) so that the hiccups of a loaded two-core machine are never taken
+for the stall the test injects: mostly tens of milliseconds, but a batch of 8 ms of work once
+waited 1.64 s in a full suite run (load 8 on two cores), which a floor of 0.5 s counted as a
+second stall. The floor is 3 s and the injected stalls 5 s.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ COVERS = (
     "tests/support/loop_point.py",
 )
 
-STALL_S = 2.0
-FLOOR = ("--set", "job.stall_min_wait=0.5")
+STALL_S = 5.0
+FLOOR_S = 3.0
+FLOOR = ("--set", f"job.stall_min_wait={FLOOR_S}")
 SLACK_S = 0.05  # rounding of the report's times (ms) and the probe's clock conversion
 
 
@@ -84,7 +87,7 @@ def test_a_stall_in_one_rank_is_found_there_with_its_time(tmp_path):
     assert stall["wait_s"] >= STALL_S and waits["worst_s"] == stall["wait_s"]
     began = stalled["began"] - started
     assert stall["at_s"] - SLACK_S <= began <= stall["at_s"] + stall["wait_s"] + SLACK_S
-    floor = max(0.5, rank_loader(document, 1)["compute_s_per_batch"])
+    floor = max(FLOOR_S, rank_loader(document, 1)["compute_s_per_batch"])
     assert waits["stall_threshold_s"] == pytest.approx(max(5 * waits["median_s"], floor), abs=1e-5)
 
     assert rank_loader(document, 0)["waits"]["stall_count"] == 0
@@ -98,18 +101,18 @@ def test_a_stall_in_one_rank_is_found_there_with_its_time(tmp_path):
 
 
 def test_a_stall_in_a_worker_is_found_at_its_batch(tmp_path):
-    """One process, two workers: sample 45 (batch 12) sleeps 1.5 s once in a worker. The
+    """One process, two workers: sample 45 (batch 12) sleeps 5 s once in a worker. The
     worker may start it before the training process asks for batch 12, but the batch
-    cannot arrive before the sleep ends: the sleep began by the wait's end minus 1.5 s."""
+    cannot arrive before the sleep ends: the sleep began by the wait's end minus 5 s."""
     _, document, err = hostcheck_job(
         tmp_path,
-        """
+        f"""
         import json
         class Stalling(Slow):
             def __getitem__(self, i):
                 if i == 45:
-                    json.dump({"began": time.time()}, open("stall.json", "w"))
-                    time.sleep(1.5)
+                    json.dump({{"began": time.time()}}, open("stall.json", "w"))
+                    time.sleep({STALL_S})
                 return super().__getitem__(i)
         loader = DataLoader(Stalling(4 * 20, 0.002), batch_size=4, num_workers=2)
         for x, y in loader:
@@ -123,10 +126,10 @@ def test_a_stall_in_a_worker_is_found_at_its_batch(tmp_path):
     assert (waits["stall_count"], len(waits["stalls"])) == (1, 1), err
     (stall,) = waits["stalls"]
     assert (stall["iteration"], stall["batch"]) == (1, 12)
-    assert stall["wait_s"] == waits["worst_s"] >= 0.5
+    assert stall["wait_s"] == waits["worst_s"] >= FLOOR_S
     stalled = json.loads((tmp_path / "stall.json").read_text())
     began = stalled["began"] - document["job"]["started_at"]
-    assert stall["at_s"] - 1.5 <= began <= stall["at_s"] + stall["wait_s"] - 1.5 + SLACK_S
+    assert stall["at_s"] - STALL_S <= began <= stall["at_s"] + stall["wait_s"] - STALL_S + SLACK_S
     check = checks_by_id(document)["job-loader1"]
     (finding,) = [f for f in check["findings"] if f["name"] == "stalls"]
     assert (finding["status"], finding["measured"]) == ("warn", 1)
