@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.systemd_quoting import (
     systemd_quote,
     systemd_split,
@@ -100,3 +101,20 @@ def test_exec_start_quoting(argv, line):
 @given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=20)))
 def test_exec_start_quoting_round_trips(argv):
     assert systemd_split(" ".join(systemd_quote(a) for a in argv)) == argv
+
+
+def test_the_stamp_is_taken_once_and_names_the_folder():
+    """The controller's folder and each host's report are named by one stamp: now() templated
+    twice can straddle a second on a loaded controller (seen in a run: the folder ...0842Z,
+    node1's report ...0843Z)."""
+    plays = yaml.safe_load((REPO / "playbooks" / "audit.yml").read_text())
+    tasks = [task for play in plays for task in play.get("tasks", [])]
+    taking = [task for task in tasks if "now(" in json.dumps(task)]
+    assert [task["name"] for task in taking] == ["Take the audit's UTC stamp (one for the run)"]
+    (folder,) = [t for t in tasks if "__audit_folder" in t.get("ansible.builtin.set_fact", {})]
+    assert (
+        folder["ansible.builtin.set_fact"]["__audit_folder"]
+        .rstrip()
+        .endswith("~ '/' ~ __audit_stamp }}")
+    )
+    assert folder.get("run_once") is True
