@@ -89,7 +89,6 @@ class Fleet:
         os_kinds: list[oskinds.OsKind] | str | None = None,
         byte_compile: bool = False,
         root_space: str | None = None,
-        layers: dict[str, Path] | None = None,
         log=print,
     ) -> None:
         self.checkout = checkout.resolve()
@@ -117,9 +116,6 @@ class Fleet:
         # overlayfs upper and work dirs on a tmpfs), so a test can fill it without filling
         # this machine's disk; None: the root writes to this machine's disk
         self.root_space = root_space
-        # a converged layer per host name (tests/sandbox/layers.py), between the host's own
-        # changes and its OS kind's root
-        self.layers = layers or {}
         self.log = log
 
     # --- state ---------------------------------------------------------------------------
@@ -189,10 +185,7 @@ class Fleet:
         ]
         self._save(hosts)  # before anything exists, so a crash from here on is found
         for host in hosts:
-            lower = str(roots[host.os])
-            if host.name in self.layers:
-                lower = f"{self.layers[host.name]}:{lower}"
-            self._prepare(host, lower, shared)
+            self._prepare(host, roots[host.os], shared)
             self._save(hosts)
         # a started host carries its marker at once, so the next fleet's booking counts it
         with budget.booking(running_hosts, count, log=self.log):
@@ -201,10 +194,7 @@ class Fleet:
                 self._save(hosts)
         self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
         with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
-            # a host on a converged layer boots as a converged host reboots: its fstab decides
-            list(
-                pool.map(lambda h: self._wait_ready(h, first_boot=h.name not in self.layers), hosts)
-            )
+            list(pool.map(self._wait_ready, hosts))
         self._save(hosts)
         self._write_inventory(hosts)
         self.log(
@@ -213,11 +203,7 @@ class Fleet:
         )
         return hosts
 
-    def changes_of(self, host: Host) -> Path:
-        """A host's own changes to its root: its overlay's upper folder."""
-        return Path(host.folder) / ("root-space" if self.root_space else "") / "upper"
-
-    def _prepare(self, host: Host, lower: str, shared: list[str]) -> None:
+    def _prepare(self, host: Host, lower: Path, shared: list[str]) -> None:
         folder = Path(host.folder)
         changes = folder
         if self.root_space:
@@ -306,7 +292,7 @@ class Fleet:
         ]
         spec = {
             "name": host.name,
-            "lower": lower,
+            "lower": str(lower),
             "upper": str(upper),
             "work": str(changes / "work"),
             "merged": str(folder / "merged"),
