@@ -11,6 +11,7 @@ That is experimental control for checking arithmetic; hostcheck itself never doe
 
 import json
 import sys
+import time
 
 
 def raise_share() -> str:
@@ -22,6 +23,13 @@ def raise_share() -> str:
         return f"autogroup unchanged ({exc.strerror})"
 
 
+def runqueue_wait_s() -> float:
+    """Time the loop's own thread (the one taking batches) has waited for a CPU: a loaded
+    machine delays its wake-ups after each step too, not only the workers."""
+    with open("/proc/self/schedstat") as handle:
+        return int(handle.read().split()[1]) / 1e9
+
+
 def main() -> int:
     share = raise_share()
     from hostcheck.loop import measure
@@ -30,7 +38,10 @@ def main() -> int:
     def one(kwargs: dict) -> dict:
         if "sample_shape" in kwargs:
             kwargs["sample_shape"] = tuple(kwargs["sample_shape"])
+        waited, started = runqueue_wait_s(), time.monotonic()
         data = measure.run(LoopSettings(**kwargs)).to_dict()
+        elapsed = time.monotonic() - started
+        data["loop_cpu_wait_cores"] = (runqueue_wait_s() - waited) / elapsed
         data["share"] = share
         return data
 
