@@ -132,6 +132,6 @@ def test_throughput_and_data_wait_follow_the_arithmetic():
     )
     if pending:
         pytest.skip(
-            f"other load kept the workers from a CPU (over {SPOILED_CPU_WAIT} cores) in every "
-            f"try of {len(pending)} point(s): " + "; ".join(tries[pending[0]])
+            f"other load kept the workers or the loop from a CPU (over {SPOILED_CPU_WAIT} cores)"
+            f" in every try of {len(pending)} point(s): " + "; ".join(tries[pending[0]])
         )
