@@ -29,6 +29,7 @@ LONGEST_FIRST = ("tests/integration/test_os_matrix.py", "tests/integration/test_
 _START = time.time()
 _LEDGER: list[costs.Ledger] = []  # this process's, when it runs tests of a recorded run
 LEDGER_PATH = pytest.StashKey[Path]()
+SELECTION = pytest.StashKey[selection.Selection]()
 
 
 def pytest_configure(config) -> None:
@@ -101,6 +102,13 @@ def _selection_mode(config) -> str:
     return "all" if whole and not narrowed else "some"
 
 
+def _selection(config) -> selection.Selection:
+    """make test's selection, worked out once per pytest process (it runs git)."""
+    if SELECTION not in config.stash:
+        config.stash[SELECTION] = selection.current()
+    return config.stash[SELECTION]
+
+
 def pytest_sessionstart(session) -> None:
     """make test says what it selected and why, before anything runs (-q hides the header)."""
     config = session.config
@@ -108,13 +116,13 @@ def pytest_sessionstart(session) -> None:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.section("selection (tests/selection.py)")
-            for line in selection.current().explain().splitlines():
+            for line in _selection(config).explain().splitlines():
                 reporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     if config.getoption("changed_only"):
-        chosen = selection.current()
+        chosen = _selection(config)
         runs = {item: chosen.runs(_module_of(item.nodeid)) for item in items}
         kept = [item for item in items if runs[item]]
         dropped = [item for item in items if not runs[item]]

@@ -17,6 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
+from tests.integration.converged import converged_fleet
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -26,6 +27,7 @@ COVERS = (
     "hostcheck/report/*",
     "roles/hostcheck/*",
     "plugins/*/hostcheck_*",
+    "tests/integration/converged.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -65,20 +67,21 @@ def all_messages(run) -> str:
 
 @pytest.fixture(scope="module")
 def converged(make_fleet):
-    """Three hosts, two of them provisioned by site.yml with the hostcheck timer on; node3 is
-    powered off before the first audit and stays off, so it is not provisioned (a third of the
-    module's converge). pip byte-compiles what it installs, as on a host outside the sandbox:
-    Python writing .pyc files at first import would be files the audit left."""
-    fleet = make_fleet("audit", hosts=3, byte_compile=True)
-    run = run_playbook(
-        fleet,
+    """Three hosts, two of them provisioned by site.yml with the hostcheck timer on (booted
+    from converged layers where a run on this machine kept them: tests/integration/
+    converged.py); node3 is powered off before the first audit and stays off, so it is not
+    provisioned. pip byte-compiles what it installs, as on a host outside the sandbox: Python
+    writing .pyc files at first import would be files the audit left."""
+    return converged_fleet(
+        make_fleet,
+        "audit",
+        3,
         "site.yml",
         tags=CONVERGE_TAGS,
-        limit="node1,node2",
+        limit=["node1", "node2"],
         extra_vars={"hostcheck_timer_enabled": True},
+        byte_compile=True,
     )
-    assert run.returncode == 0, [(h, run.messages(h)) for h in run.failed_hosts()] or run.stderr
-    return fleet
 
 
 @pytest.fixture(scope="module")

@@ -89,6 +89,7 @@ class Fleet:
         os_kinds: list[oskinds.OsKind] | str | None = None,
         byte_compile: bool = False,
         root_space: str | None = None,
+        layers: dict[str, Path] | None = None,
         log=print,
     ) -> None:
         self.checkout = checkout.resolve()
@@ -116,6 +117,9 @@ class Fleet:
         # overlayfs upper and work dirs on a tmpfs), so a test can fill it without filling
         # this machine's disk; None: the root writes to this machine's disk
         self.root_space = root_space
+        # a converged layer per host name (tests/sandbox/layers.py), between the host's own
+        # changes and its OS kind's root
+        self.layers = layers or {}
         self.log = log
 
     # --- state ---------------------------------------------------------------------------
@@ -185,7 +189,10 @@ class Fleet:
         ]
         self._save(hosts)  # before anything exists, so a crash from here on is found
         for host in hosts:
-            self._prepare(host, roots[host.os], shared)
+            lower = str(roots[host.os])
+            if host.name in self.layers:
+                lower = f"{self.layers[host.name]}:{lower}"
+            self._prepare(host, lower, shared)
             self._save(hosts)
         # a started host carries its marker at once, so the next fleet's booking counts it
         with budget.booking(running_hosts, count, log=self.log):
@@ -194,7 +201,10 @@ class Fleet:
                 self._save(hosts)
         self.known_hosts.write_text("".join(f"{h.address} {h.host_key}\n" for h in hosts))
         with ThreadPoolExecutor(max_workers=min(16, count)) as pool:
-            list(pool.map(self._wait_ready, hosts))
+            # a host on a converged layer boots as a converged host reboots: its fstab decides
+            list(
+                pool.map(lambda h: self._wait_ready(h, first_boot=h.name not in self.layers), hosts)
+            )
         self._save(hosts)
         self._write_inventory(hosts)
         self.log(
@@ -203,7 +213,11 @@ class Fleet:
         )
         return hosts
 
-    def _prepare(self, host: Host, lower: Path, shared: list[str]) -> None:
+    def changes_of(self, host: Host) -> Path:
+        """A host's own changes to its root: its overlay's upper folder."""
+        return Path(host.folder) / ("root-space" if self.root_space else "") / "upper"
+
+    def _prepare(self, host: Host, lower: str, shared: list[str]) -> None:
         folder = Path(host.folder)
         changes = folder
         if self.root_space:
@@ -292,7 +306,7 @@ class Fleet:
         ]
         spec = {
             "name": host.name,
-            "lower": str(lower),
+            "lower": lower,
             "upper": str(upper),
             "work": str(changes / "work"),
             "merged": str(folder / "merged"),

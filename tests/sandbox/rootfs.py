@@ -12,6 +12,7 @@ import importlib
 import inspect
 import json
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -158,16 +159,22 @@ def _stale(root: Path, now: float) -> bool:
     """Another recipe's build that no run has asked for in KEEP_UNUSED_DAYS and no host runs on."""
     stamp = _used_stamp(root)
     used = stamp.stat().st_mtime if stamp.exists() else 0.0
-    return now - used > KEEP_UNUSED_DAYS * 86400 and not _in_use(root)
+    return now - used > KEEP_UNUSED_DAYS * 86400 and not in_use(root)
 
 
-def _in_use(root: Path) -> bool:
-    """Whether a running host has this root as its overlay's lower layer."""
-    needle = f"lowerdir={root}".encode()
+def lower_layer(folder: Path) -> re.Pattern[bytes]:
+    """Matches a mountinfo line of an overlay that has this folder among its lower layers."""
+    return re.compile(rb"lowerdir=(?:[^,:\s]*:)*" + re.escape(str(folder).encode()) + rb"[,:\s]")
+
+
+def in_use(folder: Path) -> bool:
+    """Whether a running host has this folder among its overlay's lower layers (a root file
+    system, or a converged layer above one: tests/sandbox/layers.py)."""
+    needle = lower_layer(folder)
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if needle in (entry / "mountinfo").read_bytes():
+                if needle.search((entry / "mountinfo").read_bytes()):
                     return True
             except OSError:
                 continue
