@@ -2,6 +2,7 @@
 under .cache/test-costs/, and printed ranked by cost.
 
     python -m tests.costs [LEDGER] [--top N]   # the newest run's ledger unless one is named
+    python -m tests.costs --runs [LEDGER]      # its ansible-playbook runs, by module and playbook
 
 A module's CPU is everything its pytest worker and what it started spent while the module ran:
 the worker moves itself into a cgroup of its own (cgroup v2, on this machine's unified
@@ -9,6 +10,11 @@ hierarchy), under which the fleets' hosts make theirs (tests/sandbox/fleet.py), 
 cgroup's usage counts the worker, ansible-playbook, ssh, and every process of every host,
 once. Where no cgroup can be made (not root, no cgroup v2), it is the worker's own CPU and
 that of the children it waited for, which misses the hosts.
+
+Each ansible-playbook run of a test (tests/integration/ansible.py run_playbook) adds a line of
+its own: the module, the playbook, its tags, check mode, the hosts it ran on, their tasks and
+changes, its wall time, the controller's CPU (ansible-playbook and its forks) and the CPU of the
+whole worker's cgroup while it ran (the controller and every host).
 
 Each run's first line records the machine's pace (PACE_WORK, a fixed pure-Python workload,
 the best of five), so ledgers of different machines can be compared: divide by the pace.
@@ -193,6 +199,30 @@ def write_line(path: Path, record: dict) -> None:
         os.close(descriptor)
 
 
+def own_cgroup_cpu_seconds() -> float | None:
+    """CPU seconds of this process's cgroup v2 (a worker's meter: it and all it started)."""
+    unified = _cgroup_v2_root()
+    if unified is None:
+        return None
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        number, _, path = line.split(":", 2)
+        if number == "0":
+            stat = unified / path.lstrip("/") / "cpu.stat"
+            with contextlib.suppress(OSError):
+                for field_line in stat.read_text().splitlines():
+                    if field_line.startswith("usage_usec "):
+                        return int(field_line.split()[1]) / 1e6
+    return None
+
+
+def record_playbook_run(record: dict) -> None:
+    """One playbook run's line in the run's ledger, when the suite keeps one."""
+    ledger = os.environ.get(LEDGER_ENVIRONMENT)
+    if ledger:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        write_line(Path(ledger), {"playbook_run": record, "test": test})
+
+
 def new_ledger(argv: list[str], **facts) -> Path:
     """The ledger of a run starting now, its first line the machine's pace, the command and
     the facts given (the commit, the selection)."""
@@ -215,6 +245,49 @@ def new_ledger(argv: list[str], **facts) -> Path:
 def end_ledger(path: Path, exitstatus: int) -> None:
     head, _ = read(path)
     write_line(path, {"exitstatus": exitstatus, "start": head.get("start"), "end": time.time()})
+
+
+def playbook_runs(path: Path) -> list[dict]:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [
+        {"test": line["test"], **line["playbook_run"]} for line in lines if "playbook_run" in line
+    ]
+
+
+def runs_table(path: Path, top: int | None = None) -> str:
+    """The ansible-playbook runs grouped by module and playbook (and tags, check mode), ranked
+    by the CPU spent while they ran."""
+    groups: dict[tuple, dict] = {}
+    for run in playbook_runs(path):
+        module = run["test"].split("::")[0]
+        key = (module, run["playbook"], run.get("tags") or "", "check" if run.get("check") else "")
+        group = groups.setdefault(key, {"runs": 0, "host_runs": 0, "tasks": 0, "wall_s": 0.0,
+                                        "controller_cpu_s": 0.0, "cpu_s": 0.0})  # fmt: skip
+        group["runs"] += 1
+        group["host_runs"] += run["hosts"]
+        group["tasks"] += run["tasks"]
+        for name in ("wall_s", "controller_cpu_s", "cpu_s"):
+            group[name] += run.get(name) or 0.0
+    ranked = sorted(groups.items(), key=lambda item: -item[1]["cpu_s"])
+    total = sum(group["cpu_s"] for _, group in ranked)
+    controller = sum(group["controller_cpu_s"] for _, group in ranked)
+    rows = [
+        f"{path.name}: {sum(g['runs'] for _, g in ranked)} ansible-playbook runs, "
+        f"{sum(g['host_runs'] for _, g in ranked)} host runs, CPU while they ran "
+        f"{total / 60:.1f} min (controller {controller / 60:.1f})",
+        f"{'CPU min':>8} {'ctl min':>8} {'wall min':>8} {'runs':>5} {'hosts':>5} "
+        f"{'tasks/host':>10}  module  playbook [tags] [check]",
+    ]
+    for (module, playbook, tags, check), group in ranked[:top]:
+        per_host = group["tasks"] / group["host_runs"] if group["host_runs"] else 0
+        rows.append(
+            f"{group['cpu_s'] / 60:8.2f} {group['controller_cpu_s'] / 60:8.2f} "
+            f"{group['wall_s'] / 60:8.2f} {group['runs']:5} {group['host_runs']:5} "
+            f"{per_host:10.0f}  {module}  {playbook}"
+            + (f" [{tags}]" if tags else "")
+            + (f" [{check}]" if check else "")
+        )
+    return "\n".join(rows)
 
 
 def read(path: Path) -> tuple[dict, list[dict]]:
@@ -270,14 +343,15 @@ def newest() -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ledger", nargs="?", type=Path, help="a ledger file (default: newest)")
-    parser.add_argument("--top", type=int, default=None, help="only the N costliest modules")
+    parser.add_argument("--top", type=int, default=None, help="only the N costliest rows")
+    parser.add_argument("--runs", action="store_true", help="the ansible-playbook runs instead")
     args = parser.parse_args(argv)
     path = args.ledger or newest()
     if path is None or not path.is_file():
         print(f"tests.costs: no ledger {'at ' + str(path) if path else 'in ' + str(LEDGERS)}",
               file=sys.stderr)  # fmt: skip
         return 2
-    print(table(path, args.top))
+    print(runs_table(path, args.top) if args.runs else table(path, args.top))
     return 0
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import costs
 from tests.sandbox.fleet import CHECKOUT, Fleet
 
 ANSIBLE_BIN = Path(sys.executable).parent
@@ -155,6 +158,11 @@ def run_playbook(
         ANSIBLE_DEPRECATION_WARNINGS="0",
         ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3",
     )
+    started, controller_cpu, cpu = (
+        time.monotonic(),
+        _children_cpu_seconds(),
+        costs.own_cgroup_cpu_seconds(),
+    )
     done = subprocess.run(
         argv,
         capture_output=True,
@@ -168,7 +176,32 @@ def run_playbook(
         output = json.loads(done.stdout[done.stdout.index("{") :])
     except ValueError:
         output = {}
-    return PlaybookRun(done.returncode, output, done.stderr + done.stdout[-3000:] * (not output))
+    run = PlaybookRun(done.returncode, output, done.stderr + done.stdout[-3000:] * (not output))
+    cpu_after = costs.own_cgroup_cpu_seconds()
+    costs.record_playbook_run(
+        {
+            "playbook": playbook,
+            "tags": options.get("tags") or "",
+            "check": bool(options.get("check")),
+            "returncode": done.returncode,
+            "hosts": len(run.stats),
+            "tasks": sum(
+                sum(s.get(k, 0) for k in ("ok", "failures", "skipped"))  # ok counts the changed
+                for s in run.stats.values()
+            ),
+            "changed": sum(s.get("changed", 0) for s in run.stats.values()),
+            "wall_s": round(time.monotonic() - started, 3),
+            "controller_cpu_s": round(_children_cpu_seconds() - controller_cpu, 3),
+            "cpu_s": None if cpu is None or cpu_after is None else round(cpu_after - cpu, 3),
+        }
+    )
+    return run
+
+
+def _children_cpu_seconds() -> float:
+    """CPU of the children this process waited for (ansible-playbook and its forks)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
 
 
 def run_module(fleet: Fleet, module: str, args: str, timeout: float = 180) -> dict[str, dict]:

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests import costs
 
 
@@ -72,3 +74,51 @@ def test_the_command_prints_the_named_ledger_and_refuses_a_missing_one(tmp_path,
     assert capsys.readouterr().out.splitlines()[-1].endswith("m  (1 failed)")
     assert costs.main([str(tmp_path / "none.jsonl")]) == 2
     assert "tests.costs: no ledger at" in capsys.readouterr().err
+
+
+def test_playbook_runs_are_grouped_by_module_and_playbook_and_ranked_by_cpu(tmp_path, monkeypatch):
+    path = tmp_path / "run-3.jsonl"
+    costs.write_line(path, {"run": "run-3", "pace_s": 0.2, "argv": [], "cpus": 2, "load": 0})
+    monkeypatch.setenv(costs.LEDGER_ENVIRONMENT, str(path))
+    runs = (
+        ("tests/integration/test_a.py::test_one (call)", "site.yml", "", 3, 180, 60),
+        ("tests/integration/test_a.py::test_two (call)", "site.yml", "", 3, 120, 30),
+        ("tests/integration/test_a.py::test_two (call)", "site.yml", "shm", 1, 30, 6),
+        ("tests/integration/test_b.py::test_three (setup)", "playbooks/audit.yml", "", 2, 600, 90),
+    )
+    for test, playbook, tags, hosts, cpu, controller in runs:
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", test)
+        costs.record_playbook_run(
+            {"playbook": playbook, "tags": tags, "check": False, "returncode": 0, "hosts": hosts,
+             "tasks": 40 * hosts, "changed": 0, "wall_s": cpu / 2, "controller_cpu_s": controller,
+             "cpu_s": cpu},
+        )  # fmt: skip
+    assert costs.read(path)[1] == []  # no module lines: the module table is not disturbed
+    rows = costs.runs_table(path).splitlines()
+    assert rows[0] == (
+        "run-3.jsonl: 4 ansible-playbook runs, 9 host runs, CPU while they ran 15.5 min"
+        " (controller 3.1)"
+    )
+    assert rows[2].split() == [
+        *("10.00", "1.50", "5.00", "1", "2", "40"),
+        *("tests/integration/test_b.py", "playbooks/audit.yml"),
+    ]  # fmt: skip
+    assert rows[3].split() == [
+        "5.00", "1.50", "2.50", "2", "6", "40", "tests/integration/test_a.py", "site.yml"
+    ]  # fmt: skip
+    assert rows[4].endswith("test_a.py  site.yml [shm]")
+    assert costs.main(["--runs", "--top", "1", str(path)]) == 0
+
+
+def test_own_cgroup_cpu_counts_what_it_starts():
+    meter = costs.CpuMeter()  # moves this process into a cgroup of its own, where it can
+    try:
+        before = costs.own_cgroup_cpu_seconds()
+        burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+        subprocess.run([sys.executable, "-c", burn], check=True)
+        after = costs.own_cgroup_cpu_seconds()
+        if meter.source != "cgroup":
+            pytest.skip("no cgroup v2 of its own here (not root, or no unified hierarchy)")
+        assert after - before >= 0.25
+    finally:
+        meter.close()
