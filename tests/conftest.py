@@ -35,6 +35,7 @@ SELECTION = pytest.StashKey[selection.Selection]()
 def pytest_configure(config) -> None:
     """The first pytest process of a run makes the ledger; its xdist workers (or itself, without
     workers) record into it; a pytest started by a test records nothing."""
+    os.environ["HOSTCHECK_TEST_PAYLOAD_CACHE_ON"] = "1"  # tests/integration/ansible.py
     worker = getattr(config, "workerinput", None)
     if worker is None and os.environ.get(costs.LEDGER_ENVIRONMENT):
         return

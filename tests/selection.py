@@ -79,6 +79,7 @@ EVERYTHING = (
     "tests/integration/__init__.py",
     "tests/integration/conftest.py",
     "tests/integration/ansible.py",
+    "tests/integration/callback_plugins/*",
     "tests/sandbox/__init__.py",
     "tests/sandbox/__main__.py",
     "tests/sandbox/budget.py",

@@ -1,0 +1,94 @@
+"""The suite's cache of module payloads across ansible-playbook runs (tests/integration/
+ansible.py, callback_plugins/hostcheck_payload_cache.py): named by what payloads are built
+from, on only for this checkout's controller when the suite turns it on, and a second run
+takes the payload the first one built."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration import ansible
+from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT, CHECKOUT_CONTROLLER, Controller
+
+
+def test_the_key_follows_the_content_of_the_collections_modules(tmp_path):
+    for folder in ("plugins/modules", "plugins/module_utils"):
+        shutil.copytree(CHECKOUT / folder, tmp_path / folder)
+    key = ansible.payload_cache_key(tmp_path)
+    assert key == ansible.payload_cache_key(tmp_path)
+    assert key == ansible.payload_cache_key(CHECKOUT)
+    module = next((tmp_path / "plugins/module_utils").rglob("*.py"))
+    module.write_text(module.read_text() + "\n# changed\n")
+    assert ansible.payload_cache_key(tmp_path) != key
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/new.py").write_text("x = 1\n")  # not what a payload is built from
+    changed = ansible.payload_cache_key(tmp_path)
+    assert ansible.payload_cache_key(tmp_path) == changed
+
+
+def test_it_is_on_only_for_this_checkouts_controller_when_the_suite_turns_it_on(monkeypatch):
+    monkeypatch.delenv(ansible.PAYLOAD_CACHE_SWITCH, raising=False)
+    assert ansible.payload_cache_environment(CHECKOUT_CONTROLLER) == {}
+    monkeypatch.setenv(ansible.PAYLOAD_CACHE_SWITCH, "1")
+    other = Controller(Path("/opt/other/bin"), CHECKOUT, {})
+    assert ansible.payload_cache_environment(other) == {}
+    environment = ansible.payload_cache_environment(CHECKOUT_CONTROLLER)
+    assert environment["ANSIBLE_CALLBACKS_ENABLED"] == "hostcheck_payload_cache"
+    folder = Path(environment["HOSTCHECK_TEST_PAYLOAD_CACHE"])
+    assert folder == ansible.PAYLOAD_CACHES / ansible.payload_cache_key() and folder.is_dir()
+
+
+def ping_twice(tmp_path: Path, environment: dict[str, str]) -> list[str]:
+    """ansible.builtin.ping on this machine, two runs; the payload files of the cache after
+    each, with their inode (a rebuilt payload is a new file renamed into place)."""
+    playbook = tmp_path / "ping.yml"
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ping:\n")
+    shared = Path(environment["HOSTCHECK_TEST_PAYLOAD_CACHE"])
+    seen = []
+    for _ in range(2):
+        done = subprocess.run(
+            [
+                str(ANSIBLE_BIN / "ansible-playbook"),
+                "-i",
+                "localhost,",
+                "-c",
+                "local",
+                str(playbook),
+            ],
+            capture_output=True,
+            text=True,
+            env=CHECKOUT_CONTROLLER.environment(
+                ANSIBLE_STDOUT_CALLBACK="json",
+                ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+                ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+                **environment,
+            ),
+            cwd=CHECKOUT,
+            check=False,
+        )
+        stats = json.loads(done.stdout[done.stdout.index("{") :])["stats"]["localhost"]
+        assert done.returncode == 0 and stats["ok"] == 1, done.stderr
+        seen.append(
+            sorted(f"{p.name}:{p.stat().st_ino}" for p in shared.iterdir() if "ping" in p.name)
+        )
+    return seen
+
+
+def test_a_second_run_takes_the_payload_the_first_built(tmp_path, monkeypatch):
+    shared = tmp_path / "payloads"
+    environment = {
+        "ANSIBLE_CALLBACK_PLUGINS": str(ansible.PAYLOAD_CACHE_PLUGINS),
+        "ANSIBLE_CALLBACKS_ENABLED": "hostcheck_payload_cache",
+        "HOSTCHECK_TEST_PAYLOAD_CACHE": str(shared),
+    }
+    first, second = ping_twice(tmp_path, environment)
+    assert sorted(name.split(":")[0] for name in first) == [
+        "ansible.modules.ping-ZIP_DEFLATED-none",
+        "ansible.modules.ping-ZIP_DEFLATED-none.lock",
+    ]
+    assert second == first  # the same files: not built again
+    assert not list((tmp_path / "tmp").iterdir())  # each run's own folder went, the cache stays
