@@ -108,7 +108,8 @@ class CpuMeter:
 
     def seconds(self) -> float:
         if self.cgroup is not None:
-            return cgroup_cpu_seconds(self.cgroup)
+            with contextlib.suppress(OSError):
+                return cgroup_cpu_seconds(self.cgroup)
         own = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
