@@ -108,9 +108,8 @@ class CpuMeter:
 
     def seconds(self) -> float:
         if self.cgroup is not None:
-            for line in (self.cgroup / "cpu.stat").read_text().splitlines():
-                if line.startswith("usage_usec "):
-                    return int(line.split()[1]) / 1e6
+            with contextlib.suppress(OSError):
+                return cgroup_cpu_seconds(self.cgroup)
         own = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
@@ -199,6 +198,13 @@ def write_line(path: Path, record: dict) -> None:
         os.close(descriptor)
 
 
+def cgroup_cpu_seconds(cgroup: Path) -> float:
+    for line in (cgroup / "cpu.stat").read_text().splitlines():
+        if line.startswith("usage_usec "):
+            return int(line.split()[1]) / 1e6
+    raise OSError(f"{cgroup}/cpu.stat has no usage_usec")
+
+
 def own_cgroup_cpu_seconds() -> float | None:
     """CPU seconds of this process's cgroup v2 (a worker's meter: it and all it started)."""
     unified = _cgroup_v2_root()
@@ -207,11 +213,8 @@ def own_cgroup_cpu_seconds() -> float | None:
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         number, _, path = line.split(":", 2)
         if number == "0":
-            stat = unified / path.lstrip("/") / "cpu.stat"
             with contextlib.suppress(OSError):
-                for field_line in stat.read_text().splitlines():
-                    if field_line.startswith("usage_usec "):
-                        return int(field_line.split()[1]) / 1e6
+                return cgroup_cpu_seconds(unified / path.lstrip("/"))
     return None
 
 
@@ -247,8 +250,12 @@ def end_ledger(path: Path, exitstatus: int) -> None:
     write_line(path, {"exitstatus": exitstatus, "start": head.get("start"), "end": time.time()})
 
 
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def playbook_runs(path: Path) -> list[dict]:
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = _records(path)
     return [
         {"test": line["test"], **line["playbook_run"]} for line in lines if "playbook_run" in line
     ]
@@ -291,7 +298,7 @@ def runs_table(path: Path, top: int | None = None) -> str:
 
 
 def read(path: Path) -> tuple[dict, list[dict]]:
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = _records(path)
     head = lines[0] if lines and "run" in lines[0] else {}
     return head, [line for line in lines if "module" in line]
 
