@@ -3,6 +3,7 @@ under .cache/test-costs/, and printed ranked by cost.
 
     python -m tests.costs [LEDGER] [--top N]   # the newest run's ledger unless one is named
     python -m tests.costs --runs [LEDGER]      # its ansible-playbook runs, by module and playbook
+    python -m tests.costs --tasks [LEDGER]     # the tasks of those runs, by the time they took
 
 A module's CPU is everything its pytest worker and what it started spent while the module ran:
 the worker moves itself into a cgroup of its own (cgroup v2, on this machine's unified
@@ -13,8 +14,9 @@ that of the children it waited for, which misses the hosts.
 
 Each ansible-playbook run of a test (tests/integration/ansible.py run_playbook) adds a line of
 its own: the module, the playbook, its tags, check mode, the hosts it ran on, their tasks and
-changes, its wall time, the controller's CPU (ansible-playbook and its forks) and the CPU of the
-whole worker's cgroup while it ran (the controller and every host).
+changes, its wall time, the controller's CPU (ansible-playbook and its forks), the CPU of the
+whole worker's cgroup while it ran (the controller and every host), and each task's wall time
+(from the start of the task to its last host's result, summed over tasks of the same name).
 
 Each run's first line records the machine's pace (PACE_WORK, a fixed pure-Python workload,
 the best of five), so ledgers of different machines can be compared: divide by the pace.
@@ -31,6 +33,7 @@ import resource
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from tests.paths import CHECKOUT
@@ -56,6 +59,12 @@ def pace_seconds(repeat: int = 5) -> float:
             digest.update(block)
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def rusage_cpu_seconds(who: int) -> float:
+    """User and system CPU of this process (RUSAGE_SELF) or of the children it waited for."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _cgroup_v2_root() -> Path | None:
@@ -110,9 +119,7 @@ class CpuMeter:
         if self.cgroup is not None:
             with contextlib.suppress(OSError):
                 return cgroup_cpu_seconds(self.cgroup)
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+        return sum(map(rusage_cpu_seconds, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
     @property
     def source(self) -> str:
@@ -226,6 +233,23 @@ def record_playbook_run(record: dict) -> None:
         write_line(Path(ledger), {"playbook_run": record, "test": test})
 
 
+def task_seconds(output: dict) -> dict[str, float]:
+    """Each task's wall time in a run's json-callback output, summed by task name (a role's
+    task is named "role : task")."""
+    seconds: dict[str, float] = {}
+    for play in output.get("plays", []):
+        for task in play.get("tasks", []):
+            duration = task["task"].get("duration", {})
+            if "end" not in duration:
+                continue
+            took = (
+                datetime.fromisoformat(duration["end"]) - datetime.fromisoformat(duration["start"])
+            ).total_seconds()
+            name = task["task"]["name"]
+            seconds[name] = round(seconds.get(name, 0.0) + took, 2)
+    return seconds
+
+
 def new_ledger(argv: list[str], **facts) -> Path:
     """The ledger of a run starting now, its first line the machine's pace, the command and
     the facts given (the commit, the selection)."""
@@ -297,6 +321,30 @@ def runs_table(path: Path, top: int | None = None) -> str:
     return "\n".join(rows)
 
 
+def tasks_table(path: Path, top: int | None = None) -> str:
+    """The tasks of every playbook run, grouped by name, ranked by the wall time they took."""
+    groups: dict[str, dict] = {}
+    for run in playbook_runs(path):
+        module = run["test"].split("::")[0]
+        for name, seconds in (run.get("task_s") or {}).items():
+            group = groups.setdefault(name, {"seconds": 0.0, "runs": 0, "modules": set()})
+            group["seconds"] += seconds
+            group["runs"] += 1
+            group["modules"].add(module)
+    ranked = sorted(groups.items(), key=lambda item: -item[1]["seconds"])
+    total = sum(group["seconds"] for _, group in ranked)
+    rows = [
+        f"{path.name}: {len(ranked)} task names, {total / 60:.1f} min of task wall time",
+        f"{'wall min':>8} {'share':>6} {'runs':>5} {'modules':>7}  task",
+    ]
+    for name, group in ranked[:top]:
+        rows.append(
+            f"{group['seconds'] / 60:8.2f} {group['seconds'] / (total or 1):6.1%} "
+            f"{group['runs']:5} {len(group['modules']):7}  {name}"
+        )
+    return "\n".join(rows)
+
+
 def read(path: Path) -> tuple[dict, list[dict]]:
     lines = _records(path)
     head = lines[0] if lines and "run" in lines[0] else {}
@@ -351,14 +399,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ledger", nargs="?", type=Path, help="a ledger file (default: newest)")
     parser.add_argument("--top", type=int, default=None, help="only the N costliest rows")
-    parser.add_argument("--runs", action="store_true", help="the ansible-playbook runs instead")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--runs", action="store_true", help="the ansible-playbook runs instead")
+    shown.add_argument("--tasks", action="store_true", help="the playbook runs' tasks instead")
     args = parser.parse_args(argv)
     path = args.ledger or newest()
     if path is None or not path.is_file():
         print(f"tests.costs: no ledger {'at ' + str(path) if path else 'in ' + str(LEDGERS)}",
               file=sys.stderr)  # fmt: skip
         return 2
-    print(runs_table(path, args.top) if args.runs else table(path, args.top))
+    shown = runs_table if args.runs else tasks_table if args.tasks else table
+    print(shown(path, args.top))
     return 0
 
 

@@ -212,7 +212,7 @@ def run_playbook(
     )
     started, controller_cpu, cpu = (
         time.monotonic(),
-        _children_cpu_seconds(),
+        costs.rusage_cpu_seconds(resource.RUSAGE_CHILDREN),
         costs.own_cgroup_cpu_seconds(),
     )
     done = subprocess.run(
@@ -230,6 +230,7 @@ def run_playbook(
         output = {}
     run = PlaybookRun(done.returncode, output, done.stderr + done.stdout[-3000:] * (not output))
     cpu_after = costs.own_cgroup_cpu_seconds()
+    controller_cpu_after = costs.rusage_cpu_seconds(resource.RUSAGE_CHILDREN)
     costs.record_playbook_run(
         {
             "playbook": playbook,
@@ -243,17 +244,12 @@ def run_playbook(
             ),
             "changed": sum(s.get("changed", 0) for s in run.stats.values()),
             "wall_s": round(time.monotonic() - started, 3),
-            "controller_cpu_s": round(_children_cpu_seconds() - controller_cpu, 3),
+            "controller_cpu_s": round(controller_cpu_after - controller_cpu, 3),
             "cpu_s": None if cpu is None or cpu_after is None else round(cpu_after - cpu, 3),
+            "task_s": costs.task_seconds(output),
         }
     )
     return run
-
-
-def _children_cpu_seconds() -> float:
-    """CPU of the children this process waited for (ansible-playbook and its forks)."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return children.ru_utime + children.ru_stime
 
 
 def run_module(fleet: Fleet, module: str, args: str, timeout: float = 180) -> dict[str, dict]:

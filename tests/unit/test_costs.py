@@ -122,3 +122,37 @@ def test_own_cgroup_cpu_counts_what_it_starts():
         assert after - before >= 0.25
     finally:
         meter.close()
+
+
+def test_task_seconds_sum_by_name_and_rank_across_runs(tmp_path, monkeypatch):
+    def task(name, start, end):
+        stamp = "2026-11-28T10:00:{:06.3f}+00:00".format
+        duration = {"start": stamp(start), "end": stamp(end)}
+        return {"task": {"name": name, "duration": duration}, "hosts": {}}
+
+    output = {
+        "plays": [
+            {"tasks": [task("Gathering Facts", 0, 2.5), task("shm : Mount", 2.5, 3.0)]},
+            {"tasks": [task("shm : Mount", 10, 10.25),
+                       {"task": {"name": "never ended", "duration": {"start": "x"}}}]},
+        ]
+    }  # fmt: skip
+    assert costs.task_seconds(output) == {"Gathering Facts": 2.5, "shm : Mount": 0.75}
+    assert costs.task_seconds({}) == {}
+
+    path = tmp_path / "run-4.jsonl"
+    costs.write_line(path, {"run": "run-4", "pace_s": 0.2, "argv": [], "cpus": 2, "load": 0})
+    monkeypatch.setenv(costs.LEDGER_ENVIRONMENT, str(path))
+    for test, seconds in (
+        ("tests/integration/test_a.py::t (call)", {"Gathering Facts": 60.0, "shm : Mount": 6.0}),
+        ("tests/integration/test_b.py::t (call)", {"Gathering Facts": 30.0}),
+    ):
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", test)
+        costs.record_playbook_run(
+            {"playbook": "site.yml", "hosts": 1, "tasks": 2, "task_s": seconds}
+        )
+    rows = costs.tasks_table(path).splitlines()
+    assert rows[0] == "run-4.jsonl: 2 task names, 1.6 min of task wall time"
+    assert rows[2].split() == ["1.50", "93.8%", "2", "2", "Gathering", "Facts"]
+    assert rows[3].split() == ["0.10", "6.2%", "1", "1", "shm", ":", "Mount"]
+    assert costs.main(["--tasks", str(path)]) == 0
