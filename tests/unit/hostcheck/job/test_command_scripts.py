@@ -24,7 +24,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +44,7 @@ from tests.jobs.scripts import (
     isolated,
     seed_command,
 )
+from tests.support.cpu_pressure import cpu_pressure, pressure_since
 
 # Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
 # of CPU); tests/selection.py runs it when these paths change, make test-all always.
@@ -101,25 +101,6 @@ def judge(loader: dict, cost_s: float, batch: int, rank: dict) -> tuple[bool, st
         f"{loader['compute_s_per_batch'] * 1000:.1f} ms; {loader['samples_per_s']:.0f} "
         f"samples/s, predicted {model.samples_per_s:.0f}"
     )
-
-
-def cpu_pressure() -> tuple[float, float] | None:
-    """(now, microseconds some task waited for a CPU, from the kernel's pressure stall
-    information), or None where the kernel has none."""
-    try:
-        text = Path("/proc/pressure/cpu").read_text()
-    except OSError:
-        return None
-    total = re.search(r"^some .*total=([0-9]+)", text, re.M)
-    return (time.monotonic(), float(total[1])) if total else None
-
-
-def pressure_since(start: tuple[float, float] | None) -> float | None:
-    """The share of the time since `start` that some task waited for a CPU."""
-    end = cpu_pressure()
-    if start is None or end is None or end[0] <= start[0]:
-        return None
-    return (end[1] - start[1]) / 1e6 / (end[0] - start[0])
 
 
 def job_run(tmp_path: Path, name: str, command: list[str], env: dict, cost, batch: int):

@@ -7,19 +7,28 @@ raised (`job.stall_min_wait`) so that the hiccups of a loaded two-core machine a
 for the stall the test injects: mostly tens of milliseconds, but a batch of 8 ms of work once
 waited 1.64 s in a full suite run (load 8 on two cores), which a floor of 0.5 s counted as a
 second stall. The floor is 3 s and the injected stalls 5 s.
+
+Two ranks loading alike are the one case a busy machine can spoil: a rank kept off the CPU
+waits longer than the other (a full suite run at its end, three workers running PyTorch jobs
+on two cores, measured a skew of 0.17 between ranks of the same 1 ms samples). The jobs run in
+a session of their own with a larger CPU share (tests/jobs/isolated.py), and a skew over the
+limit only while other tasks waited for a CPU most of the run (/proc/pressure/cpu) measured the
+machine, not the job: that test then skips and says so, as test_command_scripts.py does.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch", reason="hostcheck job's tests run PyTorch jobs")
 
-from tests.jobs.scripts import JOBS, TORCHRUN, environment
+from tests.jobs.scripts import JOBS, REPO, TORCHRUN, environment
+from tests.support.cpu_pressure import cpu_pressure, pressure_since
 from tests.support.job_runs import checks_by_id, hostcheck_job, job_argv, loaders
 
 # Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
@@ -36,6 +45,12 @@ STALL_S = 5.0
 FLOOR_S = 3.0
 FLOOR = ("--set", f"job.stall_min_wait={FLOOR_S}")
 SLACK_S = 0.05  # rounding of the report's times (ms) and the probe's clock conversion
+# Share of a run's time some task waited for a CPU above which it timed the machine's load
+# (test_command_scripts.py's SPOILED_PRESSURE)
+SPOILED_PRESSURE = 0.5
+
+
+ISOLATED = (sys.executable, "-m", "tests.jobs.isolated")
 
 
 def two_ranks(tmp_path: Path, *flags: str, options: tuple[str, ...] = ()) -> tuple[int, dict]:
@@ -43,12 +58,13 @@ def two_ranks(tmp_path: Path, *flags: str, options: tuple[str, ...] = ()) -> tup
     report = tmp_path / "report.json"
     command = [TORCHRUN, "--standalone", "--nproc-per-node", "2", str(JOBS / "rank_waits.py")]
     done = subprocess.run(
-        [*job_argv(report, *options), "--", *command, *flags],
+        [*ISOLATED, *job_argv(report, *options), "--", *command, *flags],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=tmp_path,
-        env=environment(),
+        env=environment(path=REPO),
+        start_new_session=True,
     )
     assert report.is_file(), f"no report (exit {done.returncode}): {done.stderr[-3000:]}"
     document = json.loads(report.read_text())
@@ -155,6 +171,7 @@ def test_a_rank_whose_samples_cost_more_fails_the_rank_skew(tmp_path):
 def test_ranks_loading_alike_pass_the_rank_skew(tmp_path):
     """Both ranks' samples take 1 ms with one worker each and 100 ms steps: neither waits
     beyond the hand-over of a batch, over 32 steady batches."""
+    began = cpu_pressure()
     _, document = two_ranks(
         tmp_path,
         "--sample-ms",
@@ -166,8 +183,14 @@ def test_ranks_loading_alike_pass_the_rank_skew(tmp_path):
         "--samples",
         str(4 * 33),
     )
+    pressure = pressure_since(began)
     skew = document["job"]["rank_skew"]
-    assert skew["skew"] <= 0.1, skew
+    if skew["skew"] > 0.1 and pressure is not None and pressure > SPOILED_PRESSURE:
+        pytest.skip(
+            f"other load kept tasks waiting for a CPU {pressure:.0%} of the run: "
+            f"skew {skew['skew']:.3f} timed the machine, not the job ({skew})"
+        )
+    assert skew["skew"] <= 0.1, (skew, pressure)
     check = checks_by_id(document)["job-rank-skew"]
     assert check["status"] == "pass", check
     assert [f["name"] for f in check["findings"]] == ["rank skew"]
