@@ -59,11 +59,14 @@ def ddp_command(*flags: str) -> list[str]:
     return [TORCHRUN, "--standalone", "--nproc-per-node", "2", str(JOBS / "ddp_train.py"), *flags]
 
 
-def isolated(argv: list[str], env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run argv in a session of its own with a larger CPU share (isolated.py)."""
+def isolated(
+    argv: list[str], env: dict, timeout: float = 240, cwd: Path = REPO
+) -> subprocess.CompletedProcess:
+    """Run argv in a session of its own with a larger CPU share (isolated.py); from another
+    folder than the checkout, env must have the checkout on PYTHONPATH."""
     return subprocess.run(
         [sys.executable, "-m", "tests.jobs.isolated", *argv],
-        cwd=REPO,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,

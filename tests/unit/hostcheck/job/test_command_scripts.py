@@ -44,7 +44,7 @@ from tests.jobs.scripts import (
     isolated,
     seed_command,
 )
-from tests.support.cpu_pressure import cpu_pressure, pressure_since
+from tests.support.cpu_pressure import SPOILED_PRESSURE, cpu_pressure, pressure_since
 
 # Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
 # of CPU); tests/selection.py runs it when these paths change, make test-all always.
@@ -58,9 +58,6 @@ COVERS = (
 
 TOLERANCE = 0.15
 TRIES = 3
-# Share of a try's time some task waited for a CPU (/proc/pressure/cpu) above which the try
-# timed other load: alone here, a job measures 0.03 to 0.04.
-SPOILED_PRESSURE = 0.5
 # The seed article's two workers sit near the tolerance even alone (11 % off: collating and
 # handing over 38 MB batches costs on top of the 5 ms samples), and a third of the suite's load
 # (pressure 0.20 to 0.25) put them 95 to 800 % off: its tries count only below this.

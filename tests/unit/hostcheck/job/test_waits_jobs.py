@@ -19,16 +19,14 @@ machine, not the job: that test then skips and says so, as test_command_scripts.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch", reason="hostcheck job's tests run PyTorch jobs")
 
-from tests.jobs.scripts import JOBS, REPO, TORCHRUN, environment
-from tests.support.cpu_pressure import cpu_pressure, pressure_since
+from tests.jobs.scripts import JOBS, REPO, TORCHRUN, environment, isolated
+from tests.support.cpu_pressure import SPOILED_PRESSURE, cpu_pressure, pressure_since
 from tests.support.job_runs import checks_by_id, hostcheck_job, job_argv, loaders
 
 # Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
@@ -45,26 +43,17 @@ STALL_S = 5.0
 FLOOR_S = 3.0
 FLOOR = ("--set", f"job.stall_min_wait={FLOOR_S}")
 SLACK_S = 0.05  # rounding of the report's times (ms) and the probe's clock conversion
-# Share of a run's time some task waited for a CPU above which it timed the machine's load
-# (test_command_scripts.py's SPOILED_PRESSURE)
-SPOILED_PRESSURE = 0.5
-
-
-ISOLATED = (sys.executable, "-m", "tests.jobs.isolated")
 
 
 def two_ranks(tmp_path: Path, *flags: str, options: tuple[str, ...] = ()) -> tuple[int, dict]:
     """tests/jobs/rank_waits.py on two ranks (torchrun) under hostcheck job."""
     report = tmp_path / "report.json"
     command = [TORCHRUN, "--standalone", "--nproc-per-node", "2", str(JOBS / "rank_waits.py")]
-    done = subprocess.run(
-        [*ISOLATED, *job_argv(report, *options), "--", *command, *flags],
-        capture_output=True,
-        text=True,
+    done = isolated(
+        [*job_argv(report, *options), "--", *command, *flags],
+        environment(path=REPO),
         timeout=600,
         cwd=tmp_path,
-        env=environment(path=REPO),
-        start_new_session=True,
     )
     assert report.is_file(), f"no report (exit {done.returncode}): {done.stderr[-3000:]}"
     document = json.loads(report.read_text())
