@@ -42,6 +42,9 @@ LEDGERS = CHECKOUT / ".cache" / "test-costs"
 LEDGER_ENVIRONMENT = "HOSTCHECK_COST_LEDGER"
 UNIFIED = Path("/sys/fs/cgroup/unified")  # hybrid hierarchy; /sys/fs/cgroup on a pure v2 one
 NAMED_SYSTEMD = Path("/sys/fs/cgroup/systemd")  # systemd's own, on a hybrid hierarchy
+# SSH logins to sandbox hosts this process made (tests/sandbox/fleet.py ssh_argv counts them):
+# a module line's ssh_logins
+SSH_LOGINS = [0]
 
 
 def pace_seconds(repeat: int = 5) -> float:
@@ -154,6 +157,7 @@ class ModuleCost:
     start: float
     wall_s: float = 0.0
     cpu_s: float = 0.0
+    ssh_logins: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
@@ -167,10 +171,12 @@ class Ledger:
         self.meter = CpuMeter(meter_name(path, os.getpid()))
         self.current: ModuleCost | None = None
         self._cpu_at_start = 0.0
+        self._logins_at_start = 0
 
     def start(self, module: str) -> None:
         self.current = ModuleCost(module, self.worker, time.time())
         self._cpu_at_start = self.meter.seconds()
+        self._logins_at_start = SSH_LOGINS[0]
 
     def outcome(self, module: str, outcome: str) -> None:
         if self.current is not None and self.current.module == module:
@@ -182,6 +188,7 @@ class Ledger:
         cost = self.current
         cost.wall_s = round(time.time() - cost.start, 3)
         cost.cpu_s = round(self.meter.seconds() - self._cpu_at_start, 3)
+        cost.ssh_logins = SSH_LOGINS[0] - self._logins_at_start
         self.current = None
         write_line(self.path, {"cpu_source": self.meter.source, **asdict(cost)})
 
@@ -369,14 +376,15 @@ def table(path: Path, top: int | None = None) -> str:
         f"{path.name}: pace {head.get('pace_s', '?')} s (tests/costs.py pace_seconds), "
         f"{len(modules)} modules, first to last {span / 60:.1f} min, "
         f"CPU {total_cpu / 60:.1f} min",
-        f"{'CPU min':>8} {'share':>6} {'wall min':>8} {'tests':>6}  module",
+        f"{'CPU min':>8} {'share':>6} {'wall min':>8} {'tests':>6} {'logins':>6}  module",
     ]
     for cost in modules[:top]:
         outcomes = cost["outcomes"]
         failed = outcomes.get("failed", 0)
         rows.append(
             f"{cost['cpu_s'] / 60:8.2f} {cost['cpu_s'] / total_cpu:6.1%} "
-            f"{cost['wall_s'] / 60:8.2f} {sum(outcomes.values()):6}  {cost['module']}"
+            f"{cost['wall_s'] / 60:8.2f} {sum(outcomes.values()):6} "
+            f"{cost.get('ssh_logins', 0):6}  {cost['module']}"
             + (f"  ({failed} failed)" if failed else "")
         )
     if top is not None and len(modules) > top:
@@ -385,7 +393,8 @@ def table(path: Path, top: int | None = None) -> str:
             f"{sum(c['cpu_s'] for c in rest) / 60:8.2f} "
             f"{sum(c['cpu_s'] for c in rest) / total_cpu:6.1%} "
             f"{sum(c['wall_s'] for c in rest) / 60:8.2f} "
-            f"{sum(sum(c['outcomes'].values()) for c in rest):6}  ({len(rest)} more modules)"
+            f"{sum(sum(c['outcomes'].values()) for c in rest):6} "
+            f"{sum(c.get('ssh_logins', 0) for c in rest):6}  ({len(rest)} more modules)"
         )
     return "\n".join(rows)
 

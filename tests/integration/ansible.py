@@ -51,15 +51,28 @@ CHECKOUT_CONTROLLER = Controller(
 )
 
 
-def payload_cache_key(checkout: Path = CHECKOUT) -> str:
-    """What the payloads of a checkout's controller are built from: ansible-core and the
-    collections installed with it (their versions, and where they are), and the content of the
-    collection's modules and module_utils."""
+def core_release(controller: Controller) -> Path:
+    """ansible-core's release.py of a controller: this venv's, or the one in the controller's
+    own venv (tests/integration/collection.py)."""
+    if controller == CHECKOUT_CONTROLLER:
+        from ansible import release
+
+        return Path(release.__file__)
+    found = sorted(controller.bin.parent.glob("lib/python*/site-packages/ansible/release.py"))
+    if not found:
+        raise FileNotFoundError(f"{controller.bin.parent} has no ansible-core")
+    return found[0]
+
+
+def payload_cache_key(checkout: Path = CHECKOUT, release: Path | None = None) -> str:
+    """What the payloads of a controller are built from: its ansible-core's release (a venv's
+    path is left out: the collection-installed controllers are made anew in every run), the
+    collections the ansible package bundles (copied into those controllers), and the content of
+    the collection's modules and module_utils."""
     import ansible
-    from ansible import release
 
     digest = hashlib.sha256()
-    digest.update(f"{release.__version__} {Path(ansible.__file__).parent}".encode())
+    digest.update((release or core_release(CHECKOUT_CONTROLLER)).read_bytes())
     community = Path(ansible.__file__).parent.parent / "ansible_release.py"
     digest.update(community.read_bytes() if community.exists() else b"no ansible package")
     for folder in ("plugins/modules", "plugins/module_utils"):
@@ -69,9 +82,10 @@ def payload_cache_key(checkout: Path = CHECKOUT) -> str:
 
 
 @functools.cache
-def payload_cache_folder() -> Path:
-    """This checkout's folder of payloads; folders unused for PAYLOAD_CACHE_DAYS go."""
-    folder = PAYLOAD_CACHES / payload_cache_key()
+def payload_cache_folder(release: Path | None = None) -> Path:
+    """The folder of payloads for this checkout and an ansible-core (this venv's by default);
+    folders unused for PAYLOAD_CACHE_DAYS go."""
+    folder = PAYLOAD_CACHES / payload_cache_key(CHECKOUT, release)
     if PAYLOAD_CACHES.is_dir():
         for old in PAYLOAD_CACHES.iterdir():
             if old != folder and time.time() - old.stat().st_mtime > PAYLOAD_CACHE_DAYS * 86400:
@@ -82,13 +96,14 @@ def payload_cache_folder() -> Path:
 
 
 def payload_cache_environment(controller: Controller) -> dict[str, str]:
-    """What enables the payload cache in a run: for this checkout's controller, when on."""
-    if os.environ.get(PAYLOAD_CACHE_SWITCH) != "1" or controller != CHECKOUT_CONTROLLER:
+    """What enables the payload cache in a run, when the suite turns it on: for this checkout's
+    controller and for those with the collection installed from it."""
+    if os.environ.get(PAYLOAD_CACHE_SWITCH) != "1":
         return {}
     return {
         "ANSIBLE_CALLBACK_PLUGINS": str(PAYLOAD_CACHE_PLUGINS),
         "ANSIBLE_CALLBACKS_ENABLED": "hostcheck_payload_cache",
-        "HOSTCHECK_TEST_PAYLOAD_CACHE": str(payload_cache_folder()),
+        "HOSTCHECK_TEST_PAYLOAD_CACHE": str(payload_cache_folder(core_release(controller))),
     }
 
 

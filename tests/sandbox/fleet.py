@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tests import costs
 from tests.paths import MACHINE_CACHE
 from tests.sandbox import budget, oskinds, rootfs, sources
 
@@ -422,7 +423,9 @@ class Fleet:
         shutil.copytree(GROUP_VARS, group_vars)
 
     def ssh_argv(self, host: Host, command: str) -> list[str]:
-        """The ssh command line that runs a command on a host, as Ansible would reach it."""
+        """The ssh command line that runs a command on a host, as Ansible would reach it (each
+        one a login of its own: counted in the cost ledger's ssh_logins)."""
+        costs.SSH_LOGINS[0] += 1
         return [
             "ssh",
             "-i",

@@ -31,6 +31,7 @@ def test_each_module_is_one_line_with_its_outcomes(tmp_path):
         ledger.outcome("tests/integration/test_a.py", "passed")
         ledger.outcome("tests/integration/test_b.py", "failed")  # not the current module
         ledger.outcome("tests/integration/test_a.py", "skipped")
+        costs.SSH_LOGINS[0] += 3  # what three Fleet.ssh_argv calls count
         ledger.finish()
         ledger.finish()  # nothing current: nothing written
     finally:
@@ -40,6 +41,7 @@ def test_each_module_is_one_line_with_its_outcomes(tmp_path):
     assert record["module"] == "tests/integration/test_a.py"
     assert record["worker"] == "gw1"
     assert record["outcomes"] == {"passed": 2, "skipped": 1}
+    assert record["ssh_logins"] == 3
     assert record["cpu_source"] in ("cgroup", "rusage")
     assert record["wall_s"] >= 0 and record["cpu_s"] >= 0
 
@@ -51,14 +53,16 @@ def test_the_table_ranks_modules_by_cpu_and_sums_the_rest(tmp_path):
         costs.write_line(
             path,
             {"module": module, "worker": "gw0", "start": 1000 + start, "wall_s": wall,
-             "cpu_s": cpu, "outcomes": {"passed": 2}, "cpu_source": "cgroup"},
+             "cpu_s": cpu, "outcomes": {"passed": 2}, "cpu_source": "cgroup",
+             "ssh_logins": start},
         )  # fmt: skip
     rows = costs.table(path, top=2).splitlines()
     assert rows[0].startswith("run-1.jsonl: pace 0.15 s")
     assert "3 modules, first to last 5.2 min, CPU 13.0 min" in rows[0]  # 1000 to 1310 s
     assert [row.split()[-1] for row in rows[2:4]] == ["b", "c"]
     assert rows[2].split()[:3] == ["10.00", "76.9%", "5.00"]
-    assert rows[4].split()[:4] == ["1.00", "7.7%", "0.50", "2"]
+    assert rows[2].split()[3:5] == ["2", "10"]  # tests, SSH logins
+    assert rows[4].split()[:5] == ["1.00", "7.7%", "0.50", "2", "0"]
     assert rows[4].endswith("(1 more modules)")
 
 

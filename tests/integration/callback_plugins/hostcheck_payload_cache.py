@@ -1,5 +1,5 @@
 """A callback of the test suite, not of the collection (tests/integration/ansible.py enables it
-for the checkout's controller when the suite keeps a payload cache).
+for the suite's controllers when the suite keeps a payload cache).
 
 Ansible keeps the modules' payloads (AnsiballZ: a module and the module_utils it imports, in a
 zip) in the run's own temporary folder, so every ansible-playbook run parsed the source of each

@@ -1,7 +1,7 @@
 """The suite's cache of module payloads across ansible-playbook runs (tests/integration/
 ansible.py, callback_plugins/hostcheck_payload_cache.py): named by what payloads are built
-from, on only for this checkout's controller when the suite turns it on, and a second run
-takes the payload the first one built."""
+from (a controller's ansible-core release among them), on when the suite turns it on, and a
+second run takes the payload the first one built."""
 
 from __future__ import annotations
 
@@ -30,16 +30,29 @@ def test_the_key_follows_the_content_of_the_collections_modules(tmp_path):
     assert ansible.payload_cache_key(tmp_path) == changed
 
 
-def test_it_is_on_only_for_this_checkouts_controller_when_the_suite_turns_it_on(monkeypatch):
+def test_it_is_on_when_the_suite_turns_it_on_keyed_by_each_controllers_core(monkeypatch, tmp_path):
     monkeypatch.delenv(ansible.PAYLOAD_CACHE_SWITCH, raising=False)
     assert ansible.payload_cache_environment(CHECKOUT_CONTROLLER) == {}
     monkeypatch.setenv(ansible.PAYLOAD_CACHE_SWITCH, "1")
-    other = Controller(Path("/opt/other/bin"), CHECKOUT, {})
-    assert ansible.payload_cache_environment(other) == {}
     environment = ansible.payload_cache_environment(CHECKOUT_CONTROLLER)
     assert environment["ANSIBLE_CALLBACKS_ENABLED"] == "hostcheck_payload_cache"
     folder = Path(environment["HOSTCHECK_TEST_PAYLOAD_CACHE"])
     assert folder == ansible.PAYLOAD_CACHES / ansible.payload_cache_key() and folder.is_dir()
+    # a controller with the collection installed (tests/integration/collection.py) in a venv of
+    # its own: the same ansible-core release, wherever its venv is, shares the folder; another
+    # release has its own
+    ours = ansible.core_release(CHECKOUT_CONTROLLER)
+    for venv, text in (("same", ours.read_text()), ("older", "__version__ = '2.16.14'\n")):
+        release = tmp_path / venv / "lib/python3.11/site-packages/ansible/release.py"
+        release.parent.mkdir(parents=True)
+        release.write_text(text)
+    same = Controller(tmp_path / "same" / "bin", tmp_path, {})
+    older = Controller(tmp_path / "older" / "bin", tmp_path, {})
+    assert ansible.payload_cache_environment(same)["HOSTCHECK_TEST_PAYLOAD_CACHE"] == str(folder)
+    other = Path(ansible.payload_cache_environment(older)["HOSTCHECK_TEST_PAYLOAD_CACHE"])
+    assert other != folder and other.parent == ansible.PAYLOAD_CACHES
+    assert other.name == ansible.payload_cache_key(CHECKOUT, ansible.core_release(older))
+    shutil.rmtree(other)
 
 
 def ping_twice(tmp_path: Path, environment: dict[str, str]) -> list[str]:
