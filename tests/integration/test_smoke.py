@@ -1,16 +1,26 @@
 """The gate's smoke converge: site.yml on one fresh Debian 12 sandbox host, from this checkout.
 It converges, a second run changes nothing, playbooks/verify.yml alone passes on the result,
-and hostcheck (installed by the hostcheck role) passes there. Every change runs it (make test);
-the six OS kinds, the oldest ansible-core and the collection as a user installs it are
-test_os_matrix.py's."""
+and hostcheck (installed by the hostcheck role) passes there. Every change runs it (make test).
+It is also the OS matrix's Debian 12 host: Ansible gathers it as Debian 12, and fresh SSH
+sessions see what site.yml set, as test_os_matrix.py asks of the other kinds
+(tests/integration/site_checks.py); the oldest ansible-core and the collection as a user
+installs it are test_os_matrix.py's."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tests.integration.ansible import run_playbook
+from tests.integration.site_checks import (
+    FACTS,
+    assert_build_packages_went_in_under_the_distributions_names,
+    assert_fresh_sessions_see_what_site_yml_set,
+    assert_services_get_the_limits_and_no_unit_failed,
+    gathered_as,
+)
 
 # What this module covers (tests/selection.py); the gate runs it whatever changed.
 COVERS = (
@@ -19,6 +29,7 @@ COVERS = (
     "playbooks/provision.yml",
     "playbooks/verify.yml",
     "roles/*/tasks/main.yml",
+    "tests/integration/site_checks.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -40,6 +51,15 @@ def test_site_yml_converges_a_fresh_debian_12_host(converged):
     assert first.changed(host.name) > 10, first.changed_tasks(host.name)
     release = fleet.ssh(host, ". /etc/os-release; echo $ID $VERSION_ID").stdout.split()
     assert release == ["debian", "12"]
+    assert gathered_as(fleet) == {"debian12": FACTS["debian12"]}
+    assert "    os_debian12:" in Path(fleet.inventory).read_text()  # a group per OS kind
+
+
+def test_fresh_sessions_see_what_site_yml_set(converged):
+    fleet, host, _ = converged
+    assert_fresh_sessions_see_what_site_yml_set(fleet, host)
+    assert_build_packages_went_in_under_the_distributions_names(fleet, host)
+    assert_services_get_the_limits_and_no_unit_failed(fleet, host)
 
 
 def test_a_second_run_changes_nothing(converged):
