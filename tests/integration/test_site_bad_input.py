@@ -8,7 +8,7 @@ import pytest
 
 from tests.integration.ansible import run_playbook
 from tests.integration.cases import cases_of, refusal, run_cases
-from tests.integration.test_os_matrix import sh
+from tests.integration.site_checks import sh
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -21,7 +21,7 @@ COVERS = (
     "playbooks/provision.yml",
     "roles/*/meta/main.yml",
     "tests/sandbox/oskinds.py",
-    "tests/integration/test_os_matrix.py",
+    "tests/integration/site_checks.py",
     "tests/integration/cases.py",
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.ansible import run_playbook
-from tests.integration.test_os_matrix import VENV, MiB, sh
+from tests.integration.site_checks import VENV, sh
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -14,10 +14,11 @@ COVERS = (
     "playbooks/provision.yml",
     "playbooks/verify.yml",
     "roles/*/handlers/*",
-    "tests/integration/test_os_matrix.py",
+    "tests/integration/site_checks.py",
 )
 
 pytestmark = pytest.mark.integration
+MiB = 2**20
 
 
 def test_check_diff_on_fresh_hosts(make_fleet):
