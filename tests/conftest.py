@@ -22,9 +22,9 @@ sys.path.insert(0, str(collection_link.ensure().parents[2]))
 
 # pytest-xdist hands test modules to the workers in collection order (make test passes
 # --no-loadscope-reorder; by default it would start the modules with the most tests first, and
-# the OS matrix, few tests but the longest module, started two thirds into the run). The
-# longest modules start first, the rest keep their order.
-LONGEST_FIRST = ("tests/integration/test_os_matrix.py", "tests/integration/test_faults.py")
+# the OS matrix, few tests but the longest module, started two thirds into the run). Modules
+# are collected longest first, by their wall time in the last full pass (tests/full_pass.json),
+# so that no long module starts late and ends the run alone.
 
 _START = time.time()
 _LEDGER: list[costs.Ledger] = []  # this process's, when it runs tests of a recorded run
@@ -130,7 +130,12 @@ def pytest_collection_modifyitems(config, items) -> None:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-    items.sort(key=lambda item: _module_of(item.nodeid) not in LONGEST_FIRST)
+    order = selection.longest_first(
+        list(dict.fromkeys(_module_of(item.nodeid) for item in items)),
+        selection.recorded_module_walls(),
+    )
+    rank = {module: place for place, module in enumerate(order)}
+    items.sort(key=lambda item: rank[_module_of(item.nodeid)])
 
 
 _SPANS: dict[tuple[str, str], list[float]] = {}

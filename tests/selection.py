@@ -203,6 +203,21 @@ def recorded_base() -> str | None:
     return commit if known.returncode == 0 else None
 
 
+def recorded_module_walls() -> dict[str, int]:
+    """Each module's wall time in seconds in the last full pass (none when not recorded)."""
+    try:
+        walls = json.loads(RECORD.read_text()).get("module_wall_s", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return walls if isinstance(walls, dict) else {}
+
+
+def longest_first(modules: list[str], walls: dict[str, int]) -> list[str]:
+    """modules, the longest of the last full pass first; the rest (new, or too short to be
+    recorded) after them in their own order."""
+    return sorted(modules, key=lambda module: -walls.get(module, 0))
+
+
 def changed_paths(base: str) -> list[str]:
     """Tracked paths that differ from the base (commits and the work tree), and untracked
     ones that git does not ignore."""
@@ -250,6 +265,11 @@ def record(ledger: Path | None = None) -> dict:
         "pace_s": head["pace_s"],
         "tests": sum(sum(module["outcomes"].values()) for module in modules),
         "modules": len(modules),
+        # the order the next runs hand modules to the workers in (tests/conftest.py)
+        "module_wall_s": {
+            module["module"]: round(module["wall_s"])
+            for module in sorted(modules, key=lambda module: -module["wall_s"])
+        },
     }
     RECORD.write_text(json.dumps(entry, indent=2) + "\n")
     return entry

@@ -165,5 +165,25 @@ def test_a_passing_full_run_is_recorded_with_its_time_and_pace(tmp_path, monkeyp
     monkeypatch.setattr(selection, "head_state", lambda: {"commit": "a" * 40, "dirty": False})
     entry = selection.record(ledger(tmp_path, commit="a" * 40))
     assert entry == {"commit": "a" * 40, "date": "20261128-040000", "wall_s": 1800,
-                     "pace_s": 0.15, "tests": 7, "modules": 1}  # fmt: skip
+                     "pace_s": 0.15, "tests": 7, "modules": 1,
+                     "module_wall_s": {"m": 60}}  # fmt: skip
     assert json.loads((tmp_path / "full_pass.json").read_text()) == entry
+
+
+def test_modules_run_longest_first_by_the_recorded_walls_new_ones_after_in_their_order():
+    walls = {"tests/b.py": 30, "tests/c.py": 400, "tests/a.py": 90}
+    modules = ["tests/a.py", "tests/new.py", "tests/b.py", "tests/c.py", "tests/other.py"]
+    assert selection.longest_first(modules, walls) == [
+        "tests/c.py", "tests/a.py", "tests/b.py", "tests/new.py", "tests/other.py"
+    ]  # fmt: skip
+
+
+def test_the_recorded_walls_are_read_and_a_record_without_them_orders_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(selection, "RECORD", tmp_path / "full_pass.json")
+    assert selection.recorded_module_walls() == {}
+    (tmp_path / "full_pass.json").write_text(json.dumps({"commit": "a" * 40}))
+    assert selection.recorded_module_walls() == {}
+    (tmp_path / "full_pass.json").write_text(json.dumps({"module_wall_s": {"tests/x.py": 5}}))
+    assert selection.recorded_module_walls() == {"tests/x.py": 5}
