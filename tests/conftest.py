@@ -22,9 +22,10 @@ sys.path.insert(0, str(collection_link.ensure().parents[2]))
 
 # pytest-xdist hands test modules to the workers in collection order (make test passes
 # --no-loadscope-reorder; by default it would start the modules with the most tests first, and
-# the OS matrix, few tests but the longest module, started two thirds into the run). Modules
-# are collected longest first, by their wall time in the last full pass (tests/full_pass.json),
-# so that no long module starts late and ends the run alone.
+# the OS matrix, few tests but the longest module, started two thirds into the run). The
+# longest selected modules, by their wall time in the last full pass (tests/full_pass.json), one
+# fewer than the workers, start first; the rest keep their order, so the last worker starts on
+# light modules beside them.
 
 _START = time.time()
 _LEDGER: list[costs.Ledger] = []  # this process's, when it runs tests of a recorded run
@@ -130,9 +131,11 @@ def pytest_collection_modifyitems(config, items) -> None:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
+    workers = getattr(config.option, "numprocesses", None)
     order = selection.longest_first(
         list(dict.fromkeys(_module_of(item.nodeid) for item in items)),
         selection.recorded_module_walls(),
+        max(1, workers - 1) if isinstance(workers, int) and workers > 1 else 1,
     )
     rank = {module: place for place, module in enumerate(order)}
     items.sort(key=lambda item: rank[_module_of(item.nodeid)])

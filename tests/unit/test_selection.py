@@ -170,12 +170,18 @@ def test_a_passing_full_run_is_recorded_with_its_time_and_pace(tmp_path, monkeyp
     assert json.loads((tmp_path / "full_pass.json").read_text()) == entry
 
 
-def test_modules_run_longest_first_by_the_recorded_walls_new_ones_after_in_their_order():
-    walls = {"tests/b.py": 30, "tests/c.py": 400, "tests/a.py": 90}
-    modules = ["tests/a.py", "tests/new.py", "tests/b.py", "tests/c.py", "tests/other.py"]
-    assert selection.longest_first(modules, walls) == [
-        "tests/c.py", "tests/a.py", "tests/b.py", "tests/new.py", "tests/other.py"
+def test_the_longest_modules_start_first_one_fewer_than_the_workers_the_rest_in_order():
+    walls = {"tests/b.py": 30, "tests/c.py": 400, "tests/a.py": 90, "tests/d.py": 200}
+    modules = ["tests/a.py", "tests/new.py", "tests/b.py", "tests/c.py", "tests/d.py"]
+    assert selection.longest_first(modules, walls, 2) == [
+        "tests/c.py", "tests/d.py", "tests/a.py", "tests/new.py", "tests/b.py"
     ]  # fmt: skip
+    assert selection.longest_first(modules, {}, 2) == modules
+    # a selection without the longest: the longest of those selected
+    assert selection.longest_first(["tests/a.py", "tests/b.py"], walls, 1) == [
+        "tests/a.py", "tests/b.py"
+    ]  # fmt: skip
+    assert selection.longest_first(["tests/b.py", "tests/a.py"], walls, 1)[0] == "tests/a.py"
 
 
 def test_the_recorded_walls_are_read_and_a_record_without_them_orders_nothing(
