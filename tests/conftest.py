@@ -122,6 +122,16 @@ def pytest_sessionstart(session) -> None:
                 reporter.write_line(line)
 
 
+def _workers(config) -> int:
+    """The run's pytest-xdist workers, the same in the controller and in each worker (whose
+    collection order is the one xdist schedules by); 1 without xdist."""
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        return int(worker["workercount"])
+    workers = getattr(config.option, "numprocesses", None)
+    return workers if isinstance(workers, int) and workers > 0 else 1
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     if config.getoption("changed_only"):
         chosen = _selection(config)
@@ -131,11 +141,10 @@ def pytest_collection_modifyitems(config, items) -> None:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-    workers = getattr(config.option, "numprocesses", None)
     order = selection.longest_first(
         list(dict.fromkeys(_module_of(item.nodeid) for item in items)),
         selection.recorded_module_walls(),
-        max(1, workers - 1) if isinstance(workers, int) and workers > 1 else 1,
+        max(1, _workers(config) - 1),
     )
     rank = {module: place for place, module in enumerate(order)}
     items.sort(key=lambda item: rank[_module_of(item.nodeid)])

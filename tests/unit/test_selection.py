@@ -193,3 +193,16 @@ def test_the_recorded_walls_are_read_and_a_record_without_them_orders_nothing(
     assert selection.recorded_module_walls() == {}
     (tmp_path / "full_pass.json").write_text(json.dumps({"module_wall_s": {"tests/x.py": 5}}))
     assert selection.recorded_module_walls() == {"tests/x.py": 5}
+
+
+def test_the_workers_are_counted_alike_in_the_controller_and_in_each_worker():
+    from types import SimpleNamespace
+
+    from tests.conftest import _workers
+
+    controller = SimpleNamespace(option=SimpleNamespace(numprocesses=3))
+    worker = SimpleNamespace(
+        option=SimpleNamespace(numprocesses=None), workerinput={"workercount": 3}
+    )
+    alone = SimpleNamespace(option=SimpleNamespace())
+    assert (_workers(controller), _workers(worker), _workers(alone)) == (3, 3, 1)
