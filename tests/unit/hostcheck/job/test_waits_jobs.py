@@ -143,10 +143,14 @@ def test_a_stall_in_a_worker_is_found_at_its_batch(tmp_path):
 
 
 def test_a_rank_whose_samples_cost_more_fails_the_rank_skew(tmp_path):
-    """One worker per rank; rank 1's samples take 40 ms (160 ms a batch of 4), rank 0's 1 ms,
-    steps of 50 ms: rank 1 waits about 110 ms a step and rank 0 waits for it in the
-    all-reduce, so rank 1's extra wait is about 70 % of the step (10 % fails)."""
-    code, document = two_ranks(tmp_path, "--sample-ms", "1,40", "--workers", "1", "--step-ms", "50")
+    """One worker per rank; rank 1's samples take 100 ms (400 ms a batch of 4), rank 0's 1 ms,
+    steps of 50 ms: rank 1 waits about 350 ms a step and rank 0 waits for it in the
+    all-reduce, so rank 1's extra wait is most of the step (10 % fails). The gap is wide so
+    that a loaded machine, starving rank 0's worker for a while, cannot turn it round (at 40 ms
+    samples rank 0 once waited more, at the end of a full run)."""
+    code, document = two_ranks(
+        tmp_path, "--sample-ms", "1,100", "--workers", "1", "--step-ms", "50"
+    )
     skew = document["job"]["rank_skew"]
     assert (skew["slowest_rank"], skew["median_rank"]) == (1, 0)
     assert skew["skew"] > 0.1
