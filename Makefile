@@ -9,8 +9,10 @@ TORCH_PIN ?= torch==2.13.0
 # torchvision for the ImageFolder job script (tests/jobs/): the release built for that torch
 TORCHVISION_PIN ?= torchvision==0.28.0
 STAMP := $(VENV)/.installed
-# pytest workers: test modules run side by side (the integration ones mostly wait on SSH and pip)
-JOBS ?= 3
+# pytest workers: test modules run side by side. On two cores a third worker took as long
+# (make test-all 1,804 s against 1,810 s with two; the gate 380 s against 383 s) and spent 10 %
+# more CPU (docs/development.md)
+JOBS ?= 2
 
 HOSTS ?= 3
 # OS kinds of the sandbox hosts, taken in turn (tests/sandbox/oskinds.py); empty: a mix
