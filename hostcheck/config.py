@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +223,9 @@ def text_digest(text: str) -> str:
 
 
 def builtin_profile_text(name: str) -> str:
-    return (Path(__file__).parent / "profiles" / f"{name}.yaml").read_text()
+    # through the package's loader: hostcheck also runs from its wheel on PYTHONPATH (the
+    # hostcheck role checks hostcheck_config with the wheel it installs)
+    return resources.files("hostcheck.profiles").joinpath(f"{name}.yaml").read_text()
 
 
 def _builtin_profile(name: str, origin: str) -> Any:

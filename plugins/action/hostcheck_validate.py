@@ -223,7 +223,9 @@ def config_problem(python: str, rc: int, stdout: str, stderr: str, msg: str) -> 
     return f"hostcheck_config: {said}"
 
 
-def run(argv: list[str], stdin: str = "", env: dict | None = None) -> tuple[int, str, str, str]:
+def run(
+    argv: list[str], stdin: str = "", env: dict | None = None, cwd: str | None = None
+) -> tuple[int, str, str, str]:
     """rc, stdout, stderr (trailing newlines cut, as the command module does) and a message."""
     try:
         done = subprocess.run(
@@ -232,6 +234,7 @@ def run(argv: list[str], stdin: str = "", env: dict | None = None) -> tuple[int,
             capture_output=True,
             text=True,
             env=env,
+            cwd=cwd,
             check=False,
             timeout=600,
         )
@@ -322,10 +325,14 @@ class ActionModule(RoleAction):
         if len(config) > 0 and (wheel == "" or WHEEL.match(str(wheel))):
             python = str(self.arg("hostcheck_build_python"))
             base_profile = profile if profile in builtin else "default"
+            checked = os.path.abspath(str(wheel or source))
+            # python -c puts its working folder first on sys.path: run in the source or beside
+            # the wheel, so that no other hostcheck (a checkout the playbook runs in) stands in
             rc, stdout, stderr, msg = run(
                 [python, "-c", CHECK_CONFIG, str(base_profile)],
                 stdin=to_nice_yaml(config) + "\n",
-                env={**os.environ, "PYTHONPATH": str(wheel or source)},
+                env={**os.environ, "PYTHONPATH": checked},
+                cwd=os.path.dirname(checked) if wheel else checked,
             )
             problem = config_problem(python, rc, stdout, stderr, msg)
             if problem:

@@ -26,8 +26,9 @@ PLAYBOOK = """
 """
 
 
-def validate(role: str, variables: dict, tmp_path: Path) -> list[dict]:
-    """The results of the validate action, run twice in one play (the second is the reuse)."""
+def validate(role: str, variables: dict, tmp_path: Path, cwd: Path = CHECKOUT) -> list[dict]:
+    """The results of the validate action, run twice in one play (the second is the reuse);
+    ansible-playbook runs in cwd (the checkout, or a folder of a user's own)."""
     playbook = tmp_path / "validate.yml"
     playbook.write_text(PLAYBOOK.format(role=role))
     extra = tmp_path / "vars.yml"
@@ -41,7 +42,7 @@ def validate(role: str, variables: dict, tmp_path: Path) -> list[dict]:
     }
     done = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), "-e", f"@{extra}"],
-        cwd=CHECKOUT,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,

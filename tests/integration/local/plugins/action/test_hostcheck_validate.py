@@ -11,6 +11,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
     SYSTEMD_ANALYZE,
 )
 
+from tests.integration.ansible import build_wheel
 from tests.paths import CHECKOUT as REPO
 from tests.support.role_validation import validate
 
@@ -49,6 +50,22 @@ def test_the_action_checks_the_config_with_hostcheck_schema(tmp_path):
     good = {**variables, "hostcheck_config": {"checks": {"shm": {"min_size": "1G"}}}}
     first, _ = validate("hostcheck", good, tmp_path)
     assert not first.get("failed"), first
+
+
+def test_a_prebuilt_wheel_checks_the_config_with_its_own_hostcheck(tmp_path):
+    """Run from a folder of the user's (no checkout on sys.path): the wheel's hostcheck reads its
+    built-in profiles from inside the wheel, takes a good config and refuses a bad one."""
+    wheel = build_wheel(REPO, tmp_path / "wheels")
+    playbooks = tmp_path / "playbooks"
+    playbooks.mkdir()
+    good = {"hostcheck_wheel": wheel, "hostcheck_config": {"checks": {"shm": {"min_size": "1G"}}}}
+    first = validate("hostcheck", good, tmp_path, cwd=playbooks)[0]
+    assert not first.get("failed"), first["msg"]
+    bad = {**good, "hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}}}
+    (failed,) = validate("hostcheck", bad, tmp_path, cwd=playbooks)
+    assert failed["msg"].startswith(
+        "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%"
+    ), failed["msg"]
 
 
 def test_the_action_fails_on_the_first_bad_variable(tmp_path):
