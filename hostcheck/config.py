@@ -13,7 +13,6 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +224,8 @@ def text_digest(text: str) -> str:
 def builtin_profile_text(name: str) -> str:
     # through the package's loader: hostcheck also runs from its wheel on PYTHONPATH (the
     # hostcheck role checks hostcheck_config with the wheel it installs)
+    from importlib import resources  # only here: a quick run reads the compiled profiles
+
     return resources.files("hostcheck.profiles").joinpath(f"{name}.yaml").read_text()
 
 
