@@ -252,9 +252,10 @@ def test_sigterm_stops_the_job_keeps_143_and_leaves_no_process(tmp_path):
 
 
 def _job_running(script: Path, workers: int) -> bool:
-    """The job's process (and, when workers > 0, that many children) exist."""
+    """The job's process (and, when workers > 0, that many children) exist: the process that
+    runs the script, not hostcheck job, whose command line names the script too."""
     for process in psutil.process_iter(["cmdline"]):
-        if str(script) in (process.info["cmdline"] or []):
+        if (process.info["cmdline"] or [])[1:2] == [str(script)]:
             try:
                 return len(process.children()) >= workers
             except psutil.Error:
