@@ -56,6 +56,7 @@ def test_docs_and_unit_tests_select_the_gate_alone():
     assert not picked.runs("tests/integration/test_os_matrix.py")
     assert not picked.runs("tests/unit/hostcheck/job/test_command_scripts.py")
     assert not picked.runs("tests/unit/hostcheck/loop/test_theory.py")
+    assert not picked.runs("tests/unit/hostcheck/job/test_gpu_use.py")
 
 
 MEASURING = [module for module in MODULES if module.startswith("tests/unit/")]
@@ -65,6 +66,9 @@ def test_the_measuring_unit_modules_leave_the_gate_and_run_when_their_code_chang
     assert sorted(MEASURING) == [
         "tests/unit/hostcheck/job/test_command.py",
         "tests/unit/hostcheck/job/test_command_scripts.py",
+        "tests/unit/hostcheck/job/test_compare.py",
+        "tests/unit/hostcheck/job/test_gpu_use.py",
+        "tests/unit/hostcheck/job/test_host_use.py",
         "tests/unit/hostcheck/job/test_waits_jobs.py",
         "tests/unit/hostcheck/loop/test_theory.py",
     ]
@@ -75,7 +79,7 @@ def test_the_measuring_unit_modules_leave_the_gate_and_run_when_their_code_chang
     assert not chosen("roles/shm/tasks/size.yml").runs("tests/unit/hostcheck/loop/test_theory.py")
     itself = chosen("tests/unit/hostcheck/job/test_waits_jobs.py")
     assert list(itself.modules) == ["tests/unit/hostcheck/job/test_waits_jobs.py"]
-    assert "less 4 measuring unit modules" in itself.explain()
+    assert "less 7 measuring unit modules" in itself.explain()
 
 
 def test_a_role_task_selects_the_modules_of_that_role_not_the_matrix():

@@ -18,6 +18,16 @@ from hostcheck.job.inject import _hostcheck_job_probe as probe
 from tests.support.job_runs import LOADER, job_argv
 from tests.support.loop_point import raise_share
 
+# Runs real DataLoader jobs (seconds each): out of the gate, chosen when what they cover
+# changes (tests/selection.py)
+COVERS = (
+    "hostcheck/*",
+    "plugins/module_utils/*",
+    "tests/jobs/*",
+    "tests/support/job_runs.py",
+    "tests/support/loop_point.py",
+)
+
 
 def _throughput(rates: list[float]) -> dict:
     """A loader's throughput of one-second windows at these samples/s."""
