@@ -131,12 +131,44 @@ def is_gate(module: str) -> bool:
 
 
 def declared_covers(path: Path) -> tuple[str, ...] | None:
-    """A test module's COVERS, read from its source without importing it (None: none)."""
-    for node in ast.parse(path.read_text()).body:
+    """A test module's COVERS, read from its source without importing it (None: none): a tuple
+    of patterns, or built of tuples named in a `from tests... import NAME` of the module
+    (`COVERS = (*JOB_RUN_COVERS, "tests/support/fake_libnvml.py")`)."""
+    value = module_constant(path, "COVERS")
+    return None if value is None else tuple(value)
+
+
+def module_constant(path: Path, name: str) -> tuple | None:
+    """The literal tuple a module assigns to name at its top level, names it imports from other
+    tests modules resolved in their sources (None: no such assignment)."""
+    body = ast.parse(path.read_text()).body
+    imported = {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.")
+        for alias in node.names
+    }
+
+    def value(node: ast.expr) -> tuple:
+        if isinstance(node, ast.Name) and node.id in imported:
+            module, original = imported[node.id]
+            source = CHECKOUT.joinpath(*module.split(".")).with_suffix(".py")
+            found = module_constant(source, original)
+            if found is None:
+                raise ValueError(f"{path}: {module} assigns no {original}")
+            return found
+        if isinstance(node, ast.Tuple):
+            items: list = []
+            for item in node.elts:
+                items.extend(value(item.value) if isinstance(item, ast.Starred) else [value(item)])
+            return tuple(items)
+        return ast.literal_eval(node)
+
+    for node in body:
         if isinstance(node, ast.Assign) and [
             getattr(target, "id", None) for target in node.targets
-        ] == ["COVERS"]:
-            return tuple(ast.literal_eval(node.value))
+        ] == [name]:
+            return value(node.value)
     return None
 
 

@@ -15,6 +15,16 @@ import psutil
 
 from tests.support.loop_point import raise_share
 
+# What the unit modules that run real jobs under hostcheck job cover (their COVERS, read by
+# tests/selection.py): out of the gate, a change to these paths selects them.
+JOB_RUN_COVERS = (
+    "hostcheck/*",
+    "plugins/module_utils/*",
+    "tests/jobs/*",
+    "tests/support/job_runs.py",
+    "tests/support/loop_point.py",
+)
+
 LOADER = textwrap.dedent(
     """
     import os, sys, time

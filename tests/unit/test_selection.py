@@ -82,6 +82,26 @@ def test_the_measuring_unit_modules_leave_the_gate_and_run_when_their_code_chang
     assert "less 7 measuring unit modules" in itself.explain()
 
 
+def test_covers_built_of_a_shared_tuple_is_read_from_its_source():
+    from tests.paths import CHECKOUT
+    from tests.support.job_runs import JOB_RUN_COVERS
+
+    gpu_use = CHECKOUT / "tests/unit/hostcheck/job/test_gpu_use.py"
+    assert selection.declared_covers(gpu_use) == (
+        *JOB_RUN_COVERS,
+        "tests/support/fake_libnvml.py",
+        "tests/sandbox/fake_nvml.c",
+    )
+    assert MODULES["tests/unit/hostcheck/job/test_host_use.py"] == JOB_RUN_COVERS
+
+
+def test_covers_naming_what_its_module_does_not_have_is_an_error(tmp_path):
+    module = tmp_path / "test_x.py"
+    module.write_text("from tests.support.job_runs import NOTHING\nCOVERS = (*NOTHING,)\n")
+    with pytest.raises(ValueError, match=r"tests\.support\.job_runs assigns no NOTHING"):
+        selection.declared_covers(module)
+
+
 def test_a_role_task_selects_the_modules_of_that_role_not_the_matrix():
     picked = chosen("roles/shm/tasks/size.yml")
     assert picked.everything is None

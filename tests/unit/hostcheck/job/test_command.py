@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("torch", reason="hostcheck job's tests run PyTorch jobs")
 
 from tests.support.job_runs import (
+    JOB_RUN_COVERS,
     LOADER,
     checks_by_id,
     hostcheck_job,
@@ -33,13 +34,7 @@ from tests.support.job_runs import (
 
 # Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
 # of CPU); tests/selection.py runs it when these paths change, make test-all always.
-COVERS = (
-    "hostcheck/*",
-    "plugins/module_utils/*",
-    "tests/jobs/*",
-    "tests/support/job_runs.py",
-    "tests/support/loop_point.py",
-)
+COVERS = JOB_RUN_COVERS
 
 
 def test_waiting_job_fails_with_data_wait_near_the_arithmetic(tmp_path):

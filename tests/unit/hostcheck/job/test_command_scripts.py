@@ -45,16 +45,11 @@ from tests.jobs.scripts import (
     seed_command,
 )
 from tests.support.cpu_pressure import SPOILED_PRESSURE, cpu_pressure, pressure_since
+from tests.support.job_runs import JOB_RUN_COVERS
 
 # Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
 # of CPU); tests/selection.py runs it when these paths change, make test-all always.
-COVERS = (
-    "hostcheck/*",
-    "plugins/module_utils/*",
-    "tests/jobs/*",
-    "tests/support/job_runs.py",
-    "tests/support/loop_point.py",
-)
+COVERS = JOB_RUN_COVERS
 
 TOLERANCE = 0.15
 TRIES = 3

@@ -15,18 +15,12 @@ import pytest
 
 from hostcheck.job import compare
 from hostcheck.job.inject import _hostcheck_job_probe as probe
-from tests.support.job_runs import LOADER, job_argv
+from tests.support.job_runs import JOB_RUN_COVERS, LOADER, job_argv
 from tests.support.loop_point import raise_share
 
 # Runs real DataLoader jobs (seconds each): out of the gate, chosen when what they cover
 # changes (tests/selection.py)
-COVERS = (
-    "hostcheck/*",
-    "plugins/module_utils/*",
-    "tests/jobs/*",
-    "tests/support/job_runs.py",
-    "tests/support/loop_point.py",
-)
+COVERS = JOB_RUN_COVERS
 
 
 def _throughput(rates: list[float]) -> dict:

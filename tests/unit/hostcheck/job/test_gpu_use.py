@@ -14,19 +14,11 @@ from hostcheck.job import gpu_use
 from hostcheck.job.gpu_use import GpuTrace, GpuUse
 from hostcheck.model import CheckResult, Finding, Status
 from tests.support.fake_libnvml import build_fake_nvml, gcc_missing
-from tests.support.job_runs import checks_by_id, hostcheck_job
+from tests.support.job_runs import JOB_RUN_COVERS, checks_by_id, hostcheck_job
 
 # Runs real DataLoader jobs (seconds each): out of the gate, chosen when what they cover
 # changes (tests/selection.py)
-COVERS = (
-    "hostcheck/*",
-    "plugins/module_utils/*",
-    "tests/jobs/*",
-    "tests/support/job_runs.py",
-    "tests/support/loop_point.py",
-    "tests/support/fake_libnvml.py",
-    "tests/sandbox/fake_nvml.c",
-)
+COVERS = (*JOB_RUN_COVERS, "tests/support/fake_libnvml.py", "tests/sandbox/fake_nvml.c")
 
 GIB = 1 << 30
 

@@ -21,17 +21,18 @@ import pytest
 pytest.importorskip("torch", reason="hostcheck job's tests run PyTorch jobs")
 
 from hostcheck.job import host_use
-from tests.support.job_runs import LOADER, checks_by_id, hostcheck_job, job_argv, loaders
+from tests.support.job_runs import (
+    JOB_RUN_COVERS,
+    LOADER,
+    checks_by_id,
+    hostcheck_job,
+    job_argv,
+    loaders,
+)
 
 # Runs real DataLoader jobs (seconds each): out of the gate, chosen when what they cover
 # changes (tests/selection.py)
-COVERS = (
-    "hostcheck/*",
-    "plugins/module_utils/*",
-    "tests/jobs/*",
-    "tests/support/job_runs.py",
-    "tests/support/loop_point.py",
-)
+COVERS = JOB_RUN_COVERS
 
 LIMIT = 256
 

@@ -27,17 +27,11 @@ pytest.importorskip("torch", reason="hostcheck job's tests run PyTorch jobs")
 
 from tests.jobs.scripts import JOBS, REPO, TORCHRUN, environment, isolated
 from tests.support.cpu_pressure import SPOILED_PRESSURE, cpu_pressure, pressure_since
-from tests.support.job_runs import checks_by_id, hostcheck_job, job_argv, loaders
+from tests.support.job_runs import JOB_RUN_COVERS, checks_by_id, hostcheck_job, job_argv, loaders
 
 # Out of the gate: it runs real training jobs and measures them against arithmetic (minutes
 # of CPU); tests/selection.py runs it when these paths change, make test-all always.
-COVERS = (
-    "hostcheck/*",
-    "plugins/module_utils/*",
-    "tests/jobs/*",
-    "tests/support/job_runs.py",
-    "tests/support/loop_point.py",
-)
+COVERS = JOB_RUN_COVERS
 
 STALL_S = 5.0
 FLOOR_S = 3.0
