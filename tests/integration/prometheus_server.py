@@ -4,6 +4,7 @@ rules loaded; read through its HTTP API."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 import socket
@@ -32,6 +33,7 @@ class Prometheus:
         interval_s: float = 2,
     ) -> None:
         self.folder = folder
+        self.interval_s = interval_s
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -94,6 +96,15 @@ class Prometheus:
             if a["labels"]["alertname"].startswith(name_prefix)
         ]
 
+    def evaluated_since(self, moment: float) -> bool:
+        """Every rule group evaluated twice since `moment` (Unix seconds): a recording rule's
+        new value has reached the alerts of every group, and an alert whose expression holds
+        is listed, pending, by then."""
+        groups = self.api("rules")["groups"]
+        return bool(groups) and all(
+            last_evaluation(group) >= moment + self.interval_s for group in groups
+        )
+
     def wait(self, ready: Callable[[], object], what: str, timeout: float) -> float:
         """Until ready() is truthy; how long that took."""
         start = time.monotonic()
@@ -105,6 +116,12 @@ class Prometheus:
                 raise AssertionError(f"not {what} after {timeout:.0f} s")
             time.sleep(0.5)
         return time.monotonic() - start
+
+
+def last_evaluation(group: dict) -> float:
+    """A rule group's lastEvaluation from /api/v1/rules (RFC 3339 with nanoseconds; year 1
+    before its first evaluation) in Unix seconds."""
+    return datetime.datetime.fromisoformat(group["lastEvaluation"]).timestamp()
 
 
 def textfiles_to_openmetrics(snapshots: Sequence[tuple[float, dict[tuple[str, str], str]]]) -> str:

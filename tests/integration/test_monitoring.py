@@ -122,9 +122,28 @@ def hostcheck_alerts(prometheus, instance: str | None = None, name: str = "Hostc
     ]
 
 
+def fresh_runs_scraped(fleet, prometheus) -> None:
+    """A hostcheck run on every host now (as its timer starts one), scraped by Prometheus, and
+    the rules evaluated over it."""
+    hosts = fleet.hosts()
+    since = time.time()
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        list(pool.map(lambda h: sh(fleet, h, "systemctl start hostcheck.service"), hosts))
+
+    def scraped() -> bool:
+        found = prometheus.query(f"hostcheck_last_run_timestamp_seconds >= {since - 1:.0f}")
+        return len(found) == len(hosts)
+
+    prometheus.wait(scraped, "a new run of every host scraped", 60)
+    after = time.time()
+    prometheus.wait(lambda: prometheus.evaluated_since(after), "the rules evaluated", 30)
+
+
 def test_a_healthy_fleet_raises_no_hostcheck_alert(monitored):
-    _, prometheus, _ = monitored
-    time.sleep(30)  # more than a run, an alert's for: and a few evaluations
+    """A failing check, a host that cannot be assessed or a stale one would be listed pending
+    at the first evaluation that sees it (the alerts' for: only delays firing)."""
+    fleet, prometheus, _ = monitored
+    fresh_runs_scraped(fleet, prometheus)
     failing = {s["metric"]["instance"]: s["value"][1] for s in prometheus.query(
         "instance:hostcheck_failing:bool")}  # fmt: skip
     assert set(failing.values()) == {"0"}, failing
@@ -269,7 +288,14 @@ def test_a_stopped_timer_goes_stale_and_one_switched_off_on_purpose_does_not(mon
     )
     assert off.returncode == 0, off.failure_text("node1")
     prometheus.wait(lambda: not hostcheck_alerts(prometheus, instance), "no alert for node1", 60)
-    time.sleep(20)  # past the missing alert's for: (10 s here) and a few evaluations
+
+    def switched_off_scraped() -> bool:
+        marker = prometheus.query(f'hostcheck_timer_enabled{{instance="{instance}"}}')
+        runs = prometheus.query(f'hostcheck_last_run_timestamp_seconds{{instance="{instance}"}}')
+        return [s["value"][1] for s in marker] == ["0"] and runs == []
+
+    prometheus.wait(switched_off_scraped, "node1's textfile without its runs, marked off", 30)
+    # HostcheckMissing, without the marker, would now be listed pending (for: delays firing)
+    after = time.time()
+    prometheus.wait(lambda: prometheus.evaluated_since(after), "the rules evaluated", 30)
     assert hostcheck_alerts(prometheus, instance) == []
-    marker = prometheus.query(f'hostcheck_timer_enabled{{instance="{instance}"}}')
-    assert [s["value"][1] for s in marker] == ["0"]
