@@ -41,9 +41,9 @@ def pytest_configure(config) -> None:
     if worker is None and os.environ.get(costs.LEDGER_ENVIRONMENT):
         return
     if worker is None:
-        path = costs.new_ledger(
-            sys.argv, selection=_selection_mode(config), **selection.head_state()
-        )
+        mode = _selection_mode(config)
+        os.environ[selection.MODE_ENVIRONMENT] = mode
+        path = costs.new_ledger(sys.argv, selection=mode, **selection.head_state())
         os.environ[costs.LEDGER_ENVIRONMENT] = str(path)
         config.stash[LEDGER_PATH] = path
         if getattr(config.option, "numprocesses", None):

@@ -33,6 +33,9 @@ from tests import costs
 from tests.paths import CHECKOUT
 
 RECORD = CHECKOUT / "tests" / "full_pass.json"
+# The run's selection, set by tests/conftest.py for its workers and fixtures: "all", "changed"
+# (make test's) or "some" (a path, -k or -m).
+MODE_ENVIRONMENT = "HOSTCHECK_TEST_SELECTION"
 INTEGRATION = "tests/integration"
 UNIT = "tests/unit"
 GATE_MODULES = (
