@@ -8,6 +8,8 @@ Each scenario reads the host's package database afterwards, not Ansible's recap 
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from tests.integration.ansible import run_playbook
@@ -64,10 +66,47 @@ def status(fleet, host, package: str) -> str:
     return done.stdout
 
 
-def hold_lock(fleet, host, seconds: float) -> None:
-    """A systemd service of the host holds the lock, as apt-daily.service would."""
+# A holder that lets go once the role's wait has seen it: a few seconds after the wait's module
+# starts on the host (its AnsiballZ folder appears in /tmp), or after two minutes without it.
+SAW_THE_WAIT = "/run/holder-saw-the-wait"
+UNTIL_WAITED = f"""
+import glob, time
+PAYLOADS = "/tmp/ansible_*package_manager_ready_payload_*"
+before = set(glob.glob(PAYLOADS))
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline and not set(glob.glob(PAYLOADS)) - before:
+    time.sleep(0.1)
+if set(glob.glob(PAYLOADS)) - before:
+    open("{SAW_THE_WAIT}", "w").close()
+time.sleep(5)  # the module looks at the locks as it starts, then once a second
+"""
+DPKG_HOLDER = "/run/hold-dpkg-lock.py"
+HOLD_DPKG_UNTIL_WAITED = (
+    "import fcntl\n"
+    "lock = open('/var/lib/dpkg/lock-frontend', 'w')\n"
+    "fcntl.lockf(lock, fcntl.LOCK_EX)\n" + UNTIL_WAITED
+)
+
+
+def saw_the_wait(fleet, host) -> bool:
+    return fleet.ssh(host, f"test -e {SAW_THE_WAIT}").returncode == 0
+
+
+def hold_lock(fleet, host, seconds: float | None = None) -> None:
+    """A systemd service of the host holds the lock, as apt-daily.service would: for the
+    seconds given, or until the role's wait has seen it."""
+    if seconds is None:
+        written = fleet.ssh(
+            host,
+            f"printf %s {shlex.quote(HOLD_DPKG_UNTIL_WAITED)} > {DPKG_HOLDER}"
+            f" && rm -f {SAW_THE_WAIT}",
+        )
+        assert written.returncode == 0, written.stderr
+        holder = f"/usr/bin/python3 {DPKG_HOLDER}"
+    else:
+        holder = f'/usr/bin/python3 -c "{HOLD}" {seconds}'
     command = (
-        f'systemd-run --unit={HOLDER_UNIT} --collect /usr/bin/python3 -c "{HOLD}" {seconds}'
+        f"systemd-run --unit={HOLDER_UNIT} --collect {holder}"
         " && inode=$(stat -c %i /var/lib/dpkg/lock-frontend)"
         ' && for i in $(seq 50); do grep -q ":$inode " /proc/locks && exit 0; sleep 0.1; done;'
         " exit 1"
@@ -85,7 +124,7 @@ def remove(fleet, host, *packages: str) -> None:
 def test_a_lock_released_within_the_timeout_is_waited_for(apt_host):
     fleet, host = apt_host
     remove(fleet, host, "hello")
-    hold_lock(fleet, host, 20)  # the playbook's start and facts come first: seconds, loaded
+    hold_lock(fleet, host)
     done = run(fleet, host, ["hello"], timeout=300)
     assert done.returncode == 0, done.failure_text(host.name)
     waited = done.task_results(WAIT_TASK)[host.name]
@@ -93,7 +132,8 @@ def test_a_lock_released_within_the_timeout_is_waited_for(apt_host):
     (holder,) = waited["holders"]
     assert holder["lock"] == "/var/lib/dpkg/lock-frontend"
     assert holder["unit"] == f"{HOLDER_UNIT}.service"
-    assert holder["command"].startswith("/usr/bin/python3 -c import fcntl")
+    assert holder["command"] == f"/usr/bin/python3 {DPKG_HOLDER}"
+    assert saw_the_wait(fleet, host), "the holder let go without seeing the wait begin"
     assert status(fleet, host, "hello") == "ii "
 
 
@@ -183,11 +223,24 @@ def rocky(make_fleet):
     return sandbox, host
 
 
-def hold_dnf_lock(fleet, host, seconds: float) -> None:
-    """A service writes its pid into dnf's rpmdb lock file and lives on, as dnf does."""
+DNF_HOLDER = "/run/hold-dnf-lock.py"
+HOLD_DNF_UNTIL_WAITED = (
+    "import os\nopen('/var/lib/dnf/rpmdb_lock.pid', 'w').write(str(os.getpid()))\n" + UNTIL_WAITED
+)
+
+
+def hold_dnf_lock(fleet, host, seconds: float | None = None) -> None:
+    """A service writes its pid into dnf's rpmdb lock file and lives on, as dnf does: for the
+    seconds given, or until the role's wait has seen it."""
+    if seconds is None:
+        written = fleet.ssh(host, f"printf %s {shlex.quote(HOLD_DNF_UNTIL_WAITED)} > {DNF_HOLDER}")
+        assert written.returncode == 0, written.stderr
+        holder = f"/usr/bin/python3 {DNF_HOLDER}"
+    else:  # systemd reads $$ as $
+        holder = f"/bin/sh -c 'echo $$$$ > /var/lib/dnf/rpmdb_lock.pid; exec sleep {seconds}'"
     command = (
-        f"systemd-run --unit={DNF_HOLDER_UNIT} --collect /bin/sh -c "
-        f"'echo $$$$ > /var/lib/dnf/rpmdb_lock.pid; exec sleep {seconds}'"  # systemd reads $$ as $
+        f"rm -f /var/lib/dnf/rpmdb_lock.pid && systemd-run --unit={DNF_HOLDER_UNIT} --collect"
+        f" {holder}"
         " && for i in $(seq 50); do test -s /var/lib/dnf/rpmdb_lock.pid && exit 0; sleep 0.1;"
         " done; exit 1"
     )
@@ -218,9 +271,11 @@ def test_dnf_lock_waited_for_then_held_past_the_timeout(rocky):
     finally:
         fleet.ssh(host, f"systemctl stop {DNF_HOLDER_UNIT}")
 
-    hold_dnf_lock(fleet, host, 20)
+    hold_dnf_lock(fleet, host)
     done = run(fleet, host, ["python3-packaging"], timeout=300)
     assert done.returncode == 0, done.failure_text(host.name)
     waited = done.task_results(WAIT_TASK)[host.name]
     assert waited["waited_s"] > 0 and waited["holders"][0]["unit"] == f"{DNF_HOLDER_UNIT}.service"
+    assert waited["holders"][0]["command"] == f"/usr/bin/python3 {DNF_HOLDER}"
+    assert saw_the_wait(fleet, host), "the holder let go without seeing the wait begin"
     assert rpm_installed(fleet, host, "python3-packaging")
