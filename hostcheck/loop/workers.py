@@ -96,12 +96,14 @@ class StderrPipe:
 
 
 class WorkerTracker:
-    """The child processes that appeared while the loop ran: its workers."""
+    """The child processes that appeared while the loop ran: its workers. The loop's thread
+    and its monitor's both read and add to them."""
 
     def __init__(self) -> None:
         self.me = psutil.Process()
         self.before = {p.pid for p in self._children()}  # not ours: never reaped
         self.seen: dict[int, psutil.Process] = {}
+        self._seen_lock = threading.Lock()
         self.workers: set[int] = set()
         self.stderr = StderrPipe()
 
@@ -131,14 +133,20 @@ class WorkerTracker:
         pids = self._child_pids()
         if pids is None:
             pids = {proc.pid for proc in self._children()}
-        for pid in pids - self.before - set(self.seen):
+        with self._seen_lock:
+            new = pids - self.before - set(self.seen)
+        for pid in new:
             with contextlib.suppress(psutil.Error):
-                self.seen[pid] = psutil.Process(pid)
+                process = psutil.Process(pid)
+                with self._seen_lock:
+                    self.seen.setdefault(pid, process)
         return self.alive()
 
     def alive(self) -> list[psutil.Process]:
+        with self._seen_lock:
+            seen = list(self.seen.values())
         living = []
-        for proc in self.seen.values():
+        for proc in seen:
             try:
                 if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
                     living.append(proc)

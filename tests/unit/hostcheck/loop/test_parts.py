@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 import time
 
+import psutil
 import pytest
 import torch
 
@@ -13,7 +15,13 @@ from hostcheck.loop import sweep, theory
 from hostcheck.loop.dataset import SyntheticSamples, busy, crop_box, list_files, make_jpeg
 from hostcheck.loop.device import CpuDevice, DirectFeeder, ThreadFeeder, overlap_fraction
 from hostcheck.loop.settings import LoopSettings
-from hostcheck.loop.workers import Failure, classify, open_files_needed, shm_needed
+from hostcheck.loop.workers import (
+    Failure,
+    WorkerTracker,
+    classify,
+    open_files_needed,
+    shm_needed,
+)
 
 # ---------------------------------------------------------------- theory
 
@@ -315,3 +323,33 @@ def test_plot_is_a_png(tmp_path):
 
     with Image.open(io.BytesIO(data)) as image:
         assert image.size[0] >= 600 and image.size[1] >= 500
+
+
+def test_the_tracker_is_read_by_one_thread_while_another_adds_workers():
+    """The loop's monitor thread lists the living workers while the loop's thread records new
+    ones (a CPU snapshot, the reaping): a child that appears during the listing is recorded,
+    and the listing neither fails ("dictionary changed size during iteration", as the monitor
+    thread did) nor loses what it was reading."""
+    tracker = WorkerTracker()
+    children: list[subprocess.Popen] = []
+
+    class AppearsWhileListed(psutil.Process):
+        def is_running(self) -> bool:
+            if not children:  # the loop's thread, between two entries of the listing
+                children.append(subprocess.Popen(["sleep", "30"]))
+                tracker.refresh()
+            return super().is_running()
+
+    first = subprocess.Popen(["sleep", "30"])
+    try:
+        tracker.refresh()
+        tracker.seen[first.pid] = AppearsWhileListed(first.pid)
+        listed = tracker.alive()
+        assert [proc.pid for proc in listed] == [first.pid]
+        assert set(tracker.seen) == {first.pid, children[0].pid}
+        assert {proc.pid for proc in tracker.alive()} == {first.pid, *(c.pid for c in children)}
+    finally:
+        for child in [first, *children]:
+            child.kill()
+            child.wait()
+        tracker.close()
