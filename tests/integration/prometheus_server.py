@@ -96,14 +96,19 @@ class Prometheus:
             if a["labels"]["alertname"].startswith(name_prefix)
         ]
 
-    def evaluated_since(self, moment: float) -> bool:
-        """Every rule group evaluated twice since `moment` (Unix seconds): a recording rule's
-        new value has reached the alerts of every group, and an alert whose expression holds
-        is listed, pending, by then."""
-        groups = self.api("rules")["groups"]
-        return bool(groups) and all(
-            last_evaluation(group) >= moment + self.interval_s for group in groups
-        )
+    def wait_for_evaluations(self, timeout: float = 30) -> float:
+        """Until every rule group has been evaluated twice from now: a recording rule's new
+        value has reached the alerts of every group, and an alert whose expression holds is
+        listed, pending, by then."""
+        now = time.time()
+
+        def evaluated_twice() -> bool:
+            groups = self.api("rules")["groups"]
+            return bool(groups) and all(
+                last_evaluation(group) >= now + self.interval_s for group in groups
+            )
+
+        return self.wait(evaluated_twice, "the rules evaluated twice", timeout)
 
     def wait(self, ready: Callable[[], object], what: str, timeout: float) -> float:
         """Until ready() is truthy; how long that took."""

@@ -135,8 +135,7 @@ def fresh_runs_scraped(fleet, prometheus) -> None:
         return len(found) == len(hosts)
 
     prometheus.wait(scraped, "a new run of every host scraped", 60)
-    after = time.time()
-    prometheus.wait(lambda: prometheus.evaluated_since(after), "the rules evaluated", 30)
+    prometheus.wait_for_evaluations()
 
 
 def test_a_healthy_fleet_raises_no_hostcheck_alert(monitored):
@@ -296,6 +295,5 @@ def test_a_stopped_timer_goes_stale_and_one_switched_off_on_purpose_does_not(mon
 
     prometheus.wait(switched_off_scraped, "node1's textfile without its runs, marked off", 30)
     # HostcheckMissing, without the marker, would now be listed pending (for: delays firing)
-    after = time.time()
-    prometheus.wait(lambda: prometheus.evaluated_since(after), "the rules evaluated", 30)
+    prometheus.wait_for_evaluations()
     assert hostcheck_alerts(prometheus, instance) == []

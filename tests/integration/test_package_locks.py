@@ -88,6 +88,13 @@ HOLD_DPKG_UNTIL_WAITED = (
 )
 
 
+def install_holder(fleet, host, path: str, script: str) -> str:
+    """Write a holder script that lets go once the wait has begun; its command line."""
+    written = fleet.ssh(host, f"printf %s {shlex.quote(script)} > {path} && rm -f {SAW_THE_WAIT}")
+    assert written.returncode == 0, written.stderr
+    return f"/usr/bin/python3 {path}"
+
+
 def saw_the_wait(fleet, host) -> bool:
     return fleet.ssh(host, f"test -e {SAW_THE_WAIT}").returncode == 0
 
@@ -96,13 +103,7 @@ def hold_lock(fleet, host, seconds: float | None = None) -> None:
     """A systemd service of the host holds the lock, as apt-daily.service would: for the
     seconds given, or until the role's wait has seen it."""
     if seconds is None:
-        written = fleet.ssh(
-            host,
-            f"printf %s {shlex.quote(HOLD_DPKG_UNTIL_WAITED)} > {DPKG_HOLDER}"
-            f" && rm -f {SAW_THE_WAIT}",
-        )
-        assert written.returncode == 0, written.stderr
-        holder = f"/usr/bin/python3 {DPKG_HOLDER}"
+        holder = install_holder(fleet, host, DPKG_HOLDER, HOLD_DPKG_UNTIL_WAITED)
     else:
         holder = f'/usr/bin/python3 -c "{HOLD}" {seconds}'
     command = (
@@ -233,9 +234,7 @@ def hold_dnf_lock(fleet, host, seconds: float | None = None) -> None:
     """A service writes its pid into dnf's rpmdb lock file and lives on, as dnf does: for the
     seconds given, or until the role's wait has seen it."""
     if seconds is None:
-        written = fleet.ssh(host, f"printf %s {shlex.quote(HOLD_DNF_UNTIL_WAITED)} > {DNF_HOLDER}")
-        assert written.returncode == 0, written.stderr
-        holder = f"/usr/bin/python3 {DNF_HOLDER}"
+        holder = install_holder(fleet, host, DNF_HOLDER, HOLD_DNF_UNTIL_WAITED)
     else:  # systemd reads $$ as $
         holder = f"/bin/sh -c 'echo $$$$ > /var/lib/dnf/rpmdb_lock.pid; exec sleep {seconds}'"
     command = (
