@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hostcheck._shared.pci import GPU, nvidia_functions, parse_hex
+from hostcheck._shared.pci import GPU, NVSWITCH, nvidia_functions, parse_hex
 from hostcheck.system import System
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -52,3 +52,12 @@ def nvidia_gpus(system: System) -> list[PciGpu]:
             )
         )
     return found
+
+
+def nvswitches(system: System) -> list[str]:
+    """The PCI addresses of the NVIDIA NVSwitches on the bus (HGX and DGX baseboards)."""
+    return [
+        address
+        for address, kind, _ in nvidia_functions(str(system.path(PCI_DEVICES)))
+        if kind == NVSWITCH
+    ]

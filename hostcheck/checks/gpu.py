@@ -14,10 +14,11 @@ from hostcheck import config as c
 from hostcheck._shared import cuda_compat
 from hostcheck._shared.cuda_compat import at_least, cuda_from_int, format_version, parse_version
 from hostcheck.checks.base import CheckContext, CheckSpec
-from hostcheck.gpu import nvml
+from hostcheck.gpu import events as gpu_events
+from hostcheck.gpu import nvml, xid
 from hostcheck.gpu.torch_probe import TorchInfo, read_torch
 from hostcheck.model import CheckResult, Finding, Status
-from hostcheck.pci import PciGpu, nvidia_gpus
+from hostcheck.pci import PciGpu, nvidia_gpus, nvswitches
 
 DRIVER_TAGS = "ansible-playbook site.yml --tags nvidia_driver"
 DRIVER_FIX = f"set nvidia_driver_branch (role nvidia_driver) and run: {DRIVER_TAGS}"
@@ -26,6 +27,7 @@ PERSISTENCE_FIX = (
 )
 VENV_FIX = "install a CUDA build of torch into training_venv (inventory group_vars)"
 HARDWARE = "not fixable by a role variable: "
+REPLACE = xid.REPLACE_REMEDY
 
 SCHEMA = c.obj(
     {
@@ -45,6 +47,10 @@ SCHEMA = c.obj(
             "items": {"enum": nvml.CLOCK_EVENT_NAMES},
         },
         "training_venv": c.nullable({"type": "string", "minLength": 1}),
+        "max_retired_pages": c.nullable({"type": "integer", "minimum": 0}),
+        "nvlink_grace_seconds": {"type": "integer", "minimum": 0},
+        "kernel_log": c.nullable({"type": "string", "pattern": "^/"}),
+        "events_state": c.nullable({"type": "string", "pattern": "^/"}),
     }
 )
 
@@ -182,22 +188,215 @@ def _clock_finding(label: str, gpu: dict, cfg: dict) -> Finding:
     )
 
 
+def _on(gpu: dict) -> str:
+    return f" on {gpu['bus_id']}" if gpu.get("bus_id") else ""
+
+
+def _row_remap_finding(label: str, gpu: dict) -> Finding:
+    source = "nvmlDeviceGetRemappedRows"
+    rows = gpu["memory_repair"]["remapped_rows"]
+    name = f"{label} row remapping"
+    if rows is None:
+        shown = "not supported (older GPUs retire pages)"
+        return Finding(name, Status.SKIP, None, "", shown, source)
+    shown = (
+        f"{rows['corrected']} rows remapped after corrected, {rows['uncorrected']} after "
+        "uncorrected errors"
+    )
+    if rows["failed"]:
+        return Finding(
+            name,
+            Status.FAIL,
+            rows,
+            "no failed remap",
+            f"a row remap failed{_on(gpu)}: {shown}",
+            source,
+            HARDWARE + "the GPU has no spare row left: " + xid.REPLACE_REMEDY,
+        )
+    if rows["pending"]:
+        return Finding(
+            name,
+            Status.FAIL,
+            rows,
+            "no remap pending",
+            f"a row remap is pending{_on(gpu)} until the GPU is reset (a GPU reset clears it); "
+            + shown,
+            source,
+            HARDWARE + xid.RESET_REMEDY,
+        )
+    return Finding(name, Status.PASS, rows, "no remap pending or failed", shown, source)
+
+
+def _retired_pages_finding(label: str, gpu: dict, cfg: dict) -> Finding:
+    source = "nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPagesPendingStatus"
+    pages = gpu["memory_repair"]["retired_pages"]
+    name = f"{label} retired pages"
+    if pages is None:
+        return Finding(name, Status.SKIP, None, "", "not supported (newer GPUs remap rows)", source)
+    total = pages["single_bit"] + pages["double_bit"]
+    limit = cfg["max_retired_pages"]
+    expected = f"<= {limit}, none pending" if limit is not None else "none pending"
+    shown = (
+        f"{total} pages retired ({pages['double_bit']} double-bit, "
+        f"{pages['single_bit']} single-bit)"
+    )
+    if pages["pending"]:
+        return Finding(
+            name,
+            Status.FAIL,
+            pages,
+            expected,
+            f"a page retirement is pending{_on(gpu)} until the GPU is reset (a GPU reset or a "
+            f"reboot clears it); {shown}",
+            source,
+            HARDWARE + xid.RESET_REMEDY,
+        )
+    if limit is not None and total > limit:
+        return Finding(
+            name, Status.FAIL, pages, expected, shown + _on(gpu), source, HARDWARE + REPLACE
+        )
+    return Finding(name, Status.PASS, pages, expected, shown, source)
+
+
+def _nvlink_finding(
+    label: str, gpu: dict, cfg: dict, uptime: float | None, switches: list[str]
+) -> Finding:
+    source = "nvmlDeviceGetNvLinkState"
+    name = f"{label} nvlink"
+    links, problem = gpu["nvlinks"], gpu["nvlink_problem"]
+    if links is None:
+        if problem:
+            return Finding(name, Status.WARN, None, "", problem, source)
+        return Finding(name, Status.SKIP, None, "", "no NVLink (a PCIe-only GPU)", source)
+    down = [i for i, up in enumerate(links) if not up]
+    count = len(links)
+    expected = f"{count} of {count} up"
+    if not down:
+        return Finding(name, Status.PASS, count, expected, f"{count} of {count} links up", source)
+    if len(down) == count and not switches:
+        return Finding(
+            name,
+            Status.SKIP,
+            0,
+            "",
+            f"none of {count} links up and no NVSwitch: no NVLink bridge fitted",
+            source,
+        )
+    shown = f"{count - len(down)} of {count} links up{_on(gpu)}, down: " + ", ".join(
+        str(i) for i in down
+    )
+    remedy = HARDWARE + xid.rule(74).remedy
+    if uptime is not None and uptime < cfg["nvlink_grace_seconds"]:
+        return Finding(
+            name,
+            Status.WARN,
+            count - len(down),
+            expected,
+            shown + f" ({uptime:.0f} s after boot: links may still be training)",
+            source,
+            remedy,
+        )
+    return Finding(name, Status.FAIL, count - len(down), expected, shown, source, remedy)
+
+
+_EVENT_STATUS = {xid.DRAIN: Status.FAIL, xid.WARN: Status.WARN, xid.JOB: Status.PASS}
+_ACTION_ORDER = {xid.DRAIN: 0, xid.WARN: 1, xid.JOB: 2}
+
+
+def _event_findings(ctx: CheckContext, labels: dict[str, str]) -> tuple[list[Finding], dict]:
+    """One finding per GPU or NVSwitch with Xid or SXid events since boot (none: one passing
+    finding), and what was read."""
+    cfg = ctx.config
+    source = cfg["kernel_log"]
+    if source is None:
+        return [], {}
+    read = gpu_events.read_since_boot(ctx.system, source, cfg["events_state"])
+    data = {"source": source, "kept": read.kept, "notes": read.notes, "events": read.events}
+    where = f"{source} (NVRM Xid and nvswitch SXid messages)"
+    if read.problem:
+        shown = read.problem + " (root can; the health check and the timer run as root)"
+        return [Finding("xid", Status.SKIP, None, "", shown, where)], data
+    by_device: dict[str, list[dict]] = {}
+    for event in read.events.values():
+        by_device.setdefault(event["bus_id"], []).append(event)
+    if not by_device:
+        return [Finding("xid", Status.PASS, 0, "", "no Xid or SXid since boot", where)], data
+    findings = []
+    for bus, counted in sorted(by_device.items()):
+        rules = []
+        for event in counted:
+            kind = xid.GpuEvent(event["kind"], event["code"], bus, event["fatal"], "")
+            rules.append((kind.rule, event))
+        rules.sort(key=lambda pair: (_ACTION_ORDER[pair[0].action], pair[0].code))
+        worst_rule = rules[0][0]
+        switch = counted[0]["kind"] == "sxid"
+        label = labels.get(bus) or ("nvswitch" if switch else "gpu")
+        parts = [
+            f"{'SXid' if event['kind'] == 'sxid' else 'Xid'} {rule.code} x{event['count']} "
+            f"({rule.meaning})"
+            for rule, event in rules
+        ]
+        display = "; ".join(parts) + f" on {bus} since boot"
+        if worst_rule.action == xid.DRAIN and worst_rule.cleared_by:
+            display += f" ({worst_rule.cleared_by} clears it)"
+        findings.append(
+            Finding(
+                f"{label} {'sxid' if switch else 'xid'}",
+                _EVENT_STATUS[worst_rule.action],
+                {str(rule.code): event["count"] for rule, event in rules},
+                "no Xid that drains",
+                display,
+                where,
+                (HARDWARE + worst_rule.remedy) if worst_rule.remedy else "",
+            )
+        )
+    return findings, data
+
+
+def _fabric_manager_finding(ctx: CheckContext, switches: list[str]) -> Finding | None:
+    if not switches:
+        return None
+    done = ctx.system.run(["systemctl", "is-active", "nvidia-fabricmanager"])
+    state = "unknown (no systemctl)" if done is None else (done.stdout.strip() or "unknown")
+    return Finding(
+        "fabric manager",
+        Status.PASS if state == "active" else Status.FAIL,
+        state,
+        "active",
+        f"nvidia-fabricmanager {state}, {len(switches)} NVSwitches on the PCI bus: "
+        + ("GPUs can reach each other" if state == "active" else "CUDA cannot start on the GPUs"),
+        "systemctl is-active nvidia-fabricmanager",
+        "set nvidia_driver_fabric_manager: true (role nvidia_driver) and run: " + DRIVER_TAGS,
+    )
+
+
+def _uptime(ctx: CheckContext) -> float | None:
+    text = ctx.system.read("/proc/uptime")
+    try:
+        return float(text.split()[0]) if text else None
+    except ValueError:
+        return None
+
+
 def inspect_gpu(nv: Any, index: int, cfg: dict) -> tuple[dict, list[Finding]]:
     label = f"gpu{index}"
     handle, problem = nvml.ask(nv, "nvmlDeviceGetHandleByIndex", index)
     if problem is not None:
+        # on the bus and counted, yet NVML cannot read it: no job can use it
         return {"index": index, "problem": problem}, [
             Finding(
                 label,
-                Status.ERROR,
+                Status.FAIL,
                 None,
-                "",
-                problem,
+                "readable through NVML",
+                f"NVML cannot read it: {problem}",
                 "nvmlDeviceGetHandleByIndex",
                 HARDWARE + "the GPU does not answer: drain the node and check dmesg (Xid)",
             )
         ]
     gpu, persistence_problem = nvml.read_gpu(nv, index, handle)
+    gpu["memory_repair"] = nvml.read_memory_repair(nv, handle)
+    gpu["nvlinks"], gpu["nvlink_problem"] = nvml.read_nvlinks(nv, handle)
     wanted = cfg["require_persistence"]
     if gpu["persistence"] is None:
         persistence_finding = Finding(
@@ -224,6 +423,8 @@ def inspect_gpu(nv: Any, index: int, cfg: dict) -> tuple[dict, list[Finding]]:
         *_link_findings(label, gpu),
         *_ecc_findings(label, gpu, cfg),
         _clock_finding(label, gpu, cfg),
+        _row_remap_finding(label, gpu),
+        _retired_pages_finding(label, gpu, cfg),
     ]
     return gpu, findings
 
@@ -337,7 +538,9 @@ def _count_finding(count: int, pci: list[PciGpu]) -> Finding:
         Status.FAIL if missing > 0 else Status.PASS,
         count,
         f"{len(pci)} (NVIDIA GPUs on the PCI bus)" if pci else "",
-        f"{count} visible to NVML" + (f", {len(pci)} on the PCI bus" if pci else ""),
+        f"{count} visible to NVML"
+        + (f", {len(pci)} on the PCI bus" if pci else "")
+        + (f": {missing} missing" if missing > 0 else ""),
         "nvmlDeviceGetCount, /sys/bus/pci/devices",
         HARDWARE + "a GPU on the bus that the driver does not show has fallen off or "
         "failed to initialise: check dmesg for Xid errors and the nvidia-smi -q output",
@@ -351,10 +554,11 @@ def _no_driver(ctx: CheckContext, reason: str, pci: list[PciGpu], torch: TorchIn
             "gpu", f"no NVIDIA driver ({reason}) and no NVIDIA GPU on the PCI bus", data
         )
     why = (
-        f"{len(pci)} NVIDIA GPU(s) on the PCI bus"
+        f"{len(pci)} NVIDIA GPU(s) on the PCI bus, none usable"
         if pci
         else "a GPU is required (--require-gpu or profile require_gpu)"
     )
+    mismatch = "mismatch" in reason.lower()
     finding = Finding(
         "driver",
         Status.FAIL,
@@ -362,9 +566,15 @@ def _no_driver(ctx: CheckContext, reason: str, pci: list[PciGpu], torch: TorchIn
         "NVIDIA driver loaded and NVML answering",
         f"{reason}; {why}",
         "pynvml.nvmlInit()",
-        f"install the driver: {DRIVER_FIX}",
+        "reboot the node: the loaded kernel module is older than the driver's libraries"
+        if mismatch
+        else f"install the driver: {DRIVER_FIX}",
     )
-    return CheckResult.from_findings("gpu", [finding], data)
+    findings = [finding]
+    if pci:
+        events, data["events"] = _event_findings(ctx, {g.address: "gpu" for g in pci})
+        findings += events
+    return CheckResult.from_findings("gpu", findings, data)
 
 
 def run_with(ctx: CheckContext, nv: Any) -> CheckResult:
@@ -413,10 +623,21 @@ def _inspect(ctx: CheckContext, nv: Any, pci: list[PciGpu], torch: TorchInfo) ->
             return CheckResult.skipped("gpu", empty, data)
         findings[-1].status = Status.FAIL
         findings[-1].display = empty
+    switches = nvswitches(ctx.system)
+    uptime = _uptime(ctx)
     for index in range(count):
         gpu, gpu_findings = inspect_gpu(nv, index, cfg)
         gpus.append(gpu)
         findings.extend(gpu_findings)
+        if "nvlinks" in gpu:
+            findings.append(_nvlink_finding(f"gpu{index}", gpu, cfg, uptime, switches))
+    labels = {g.address: "gpu" for g in pci}
+    labels.update({g["bus_id"]: f"gpu{g['index']}" for g in gpus if g.get("bus_id")})
+    event_findings, event_data = _event_findings(ctx, labels)
+    findings.extend(event_findings)
+    fabric = _fabric_manager_finding(ctx, switches)
+    if fabric is not None:
+        findings.append(fabric)
     findings.append(_torch_finding(torch, driver_cuda, driver))
     findings.append(
         Finding(
@@ -439,6 +660,8 @@ def _inspect(ctx: CheckContext, nv: Any, pci: list[PciGpu], torch: TorchInfo) ->
         "nvml_gpu_count": count,
         "pci_gpus": [g.to_dict() for g in pci],
         "gpus": gpus,
+        "nvswitches": switches,
+        "events": event_data,
         "torch": torch.to_dict(),
     }
     bad = any(f.status in (Status.FAIL, Status.WARN, Status.ERROR) for f in findings)

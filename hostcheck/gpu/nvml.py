@@ -140,3 +140,56 @@ def read_gpu(nv: Any, index: int, handle: Any) -> tuple[dict, str | None]:
                 value, _ = ask(nv, "nvmlDeviceGetTotalEccErrors", handle, kind, counter)
                 gpu["ecc_errors"][f"{counter_name}_{kind_name}"] = value
     return gpu, persistence_problem
+
+
+NVML_ERROR_INVALID_ARGUMENT = 2
+RETIRED_AFTER_SINGLE_BIT_ERRORS = 0  # NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+RETIRED_AFTER_DOUBLE_BIT_ERROR = 1  # NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+NVML_NVLINK_MAX_LINKS = 36  # nvml.h of R570 (Blackwell); older GPUs answer fewer
+
+
+def read_memory_repair(nv: Any, handle: Any) -> dict:
+    """Row remapping (Ampere and newer) and page retirement (Volta and older): None where the
+    GPU has not the one or the other."""
+    rows, _ = ask(nv, "nvmlDeviceGetRemappedRows", handle)
+    repair: dict[str, Any] = {"remapped_rows": None, "retired_pages": None}
+    if rows is not None:
+        corrected, uncorrected, pending, failed = rows
+        repair["remapped_rows"] = {
+            "corrected": corrected,
+            "uncorrected": uncorrected,
+            "pending": bool(pending),
+            "failed": bool(failed),
+        }
+    single, _ = ask(nv, "nvmlDeviceGetRetiredPages", handle, RETIRED_AFTER_SINGLE_BIT_ERRORS)
+    double, _ = ask(nv, "nvmlDeviceGetRetiredPages", handle, RETIRED_AFTER_DOUBLE_BIT_ERROR)
+    if single is not None or double is not None:
+        pending, _ = ask(nv, "nvmlDeviceGetRetiredPagesPendingStatus", handle)
+        repair["retired_pages"] = {
+            "single_bit": len(single or []),
+            "double_bit": len(double or []),
+            "pending": pending == NVML_FEATURE_ENABLED,
+        }
+    return repair
+
+
+def read_nvlinks(nv: Any, handle: Any) -> tuple[list[bool] | None, str | None]:
+    """Whether each of the GPU's NVLinks is up, in link order (None for a GPU without NVLink),
+    and why the links could not be read. NVML answers 'invalid argument' or 'not supported'
+    past the GPU's last link."""
+    links: list[bool] = []
+    call = getattr(nv, "nvmlDeviceGetNvLinkState", None)
+    if call is None:
+        return None, None
+    for link in range(NVML_NVLINK_MAX_LINKS):
+        try:
+            links.append(call(handle, link) == NVML_FEATURE_ENABLED)
+        except nv.NVMLError as exc:
+            if getattr(exc, "value", None) in (
+                NVML_ERROR_NOT_SUPPORTED,
+                NVML_ERROR_INVALID_ARGUMENT,
+                NVML_ERROR_FUNCTION_NOT_FOUND,
+            ):
+                break
+            return links or None, f"link {link}: {reason(exc)}"
+    return links or None, None

@@ -14,8 +14,10 @@ class FakeNVMLError(Exception):
     TEXT: ClassVar[dict[int, str]] = {
         3: "Not Supported",
         9: "Driver Not Loaded",
+        2: "Invalid Argument",
         12: "NVML Shared Library Not Found",
         15: "GPU is lost",
+        18: "RM has detected an NVML/RM version mismatch.",
     }
 
     def __init__(self, value):
@@ -39,6 +41,12 @@ class FakeGpu:
     ecc_mode: object = (1, 1)  # (current, pending); an int error code: not supported
     ecc: dict = field(default_factory=dict)
     lost: bool = False
+    # (corrected, uncorrected, pending, failure) as nvmlDeviceGetRemappedRows; an int: error code
+    remapped_rows: object = (0, 0, 0, 0)
+    # {"single": n, "double": n, "pending": 0 or 1}; an int: error code (Ampere and newer: 3)
+    retired_pages: object = 3
+    # 1 up, 0 down, per link (an SXM H100 has 18); an int: error code (PCIe only: 3)
+    nvlinks: object = field(default_factory=lambda: [1] * 18)
 
     @property
     def bus_id(self):
@@ -66,6 +74,21 @@ def fake_nvml(gpus, driver="550.54.15", cuda=12040, init_error=None, events_api=
             raise FakeNVMLError(h.ecc_mode)
         return list(h.ecc_mode)
 
+    def answer(value):
+        if isinstance(value, int):
+            raise FakeNVMLError(value)
+        return value
+
+    def retired(h, cause):
+        pages = answer(h.retired_pages)
+        return [0x1000 * i for i in range(pages["single" if cause == 0 else "double"])]
+
+    def nvlink(h, link):
+        links = answer(h.nvlinks)
+        if link >= len(links):
+            raise FakeNVMLError(2)
+        return links[link]
+
     nv = types.SimpleNamespace(
         NVMLError=FakeNVMLError,
         calls=calls,
@@ -87,6 +110,10 @@ def fake_nvml(gpus, driver="550.54.15", cuda=12040, init_error=None, events_api=
         nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: h.events,
         nvmlDeviceGetEccMode=ecc_mode,
         nvmlDeviceGetTotalEccErrors=lambda h, kind, counter: h.ecc.get((kind, counter), 0),
+        nvmlDeviceGetRemappedRows=lambda h: tuple(answer(h.remapped_rows)),
+        nvmlDeviceGetRetiredPages=retired,
+        nvmlDeviceGetRetiredPagesPendingStatus=lambda h: answer(h.retired_pages)["pending"],
+        nvmlDeviceGetNvLinkState=nvlink,
     )
     if events_api:
         nv.nvmlDeviceGetCurrentClocksEventReasons = lambda h: h.events

@@ -34,6 +34,10 @@ CONFIG = {
     "clock_events_fail": ["hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"],
     "clock_events_warn": ["sw_thermal_slowdown"],
     "training_venv": VENV,
+    "max_retired_pages": 60,
+    "nvlink_grace_seconds": 300,
+    "kernel_log": "/dev/kmsg",
+    "events_state": "/var/lib/hostcheck/gpu-events.json",
 }
 
 
@@ -276,16 +280,17 @@ def test_gpu_missing_from_nvml_fails(node):
     result = gpu.run_with(node.context(config()), fake_nvml(eight()[:7]))
     count = finding(result, "gpus")
     assert (count.measured, count.status) == (7, Status.FAIL)
-    assert count.display == "7 visible to NVML, 8 on the PCI bus"
+    assert count.display == "7 visible to NVML, 8 on the PCI bus: 1 missing"
 
 
-def test_lost_gpu_is_an_error(node):
+def test_a_gpu_nvml_cannot_read_fails_the_check(node):
     gpus = eight()
     gpus[7].lost = True
     result = gpu.run_with(node.context(config()), fake_nvml(gpus))
     lost = finding(result, "gpu7")
-    assert lost.status == Status.ERROR
-    assert lost.display == "GPU is lost (NVML error 15)"
+    assert lost.status == Status.FAIL  # on the bus, unusable: unhealthy, not unknown
+    assert lost.display == "NVML cannot read it: GPU is lost (NVML error 15)"
+    assert result.status == Status.FAIL
 
 
 @pytest.mark.parametrize("code", [9, 12])
