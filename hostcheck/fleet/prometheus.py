@@ -189,10 +189,15 @@ def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[
         entry = entries.get(_target(sample))
         if entry is not None:
             entry.checks[sample["metric"]["check"]] = sample["metric"]["status"]
+    failing: dict[tuple[str, str], dict[str, list[str]]] = {}
     for sample in answers["hostcheck_check_problem_info"]():
-        entry = entries.get(_target(sample))
-        if entry is not None:
-            entry.problems[sample["metric"]["check"]] = sample["metric"].get("summary", "")
+        if _target(sample) in entries:
+            labels = sample["metric"]
+            by_check = failing.setdefault(_target(sample), {})
+            by_check.setdefault(labels["check"], []).append(labels.get("finding", ""))
+            if labels.get("finding") and labels.get("status"):
+                key = f"{labels['check']}.{labels['finding']}"
+                entries[_target(sample)].statuses[key] = labels["status"]
     for sample in answers["hostcheck_finding_value"]():
         entry = entries.get(_target(sample))
         if entry is not None:
@@ -206,6 +211,18 @@ def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[
             if labels.get("type") == "bool":
                 value = value == "true"
             entry.values[f"{labels['check']}.{labels['finding']}"] = value
+    for target, by_check in failing.items():
+        entry = entries[target]
+        for check, findings in by_check.items():
+            # the words of the report are not in Prometheus: each failing finding and its value
+            shown = [
+                f"{name} {entry.values[f'{check}.{name}']}"
+                if f"{check}.{name}" in entry.values
+                else name
+                for name in findings
+                if name
+            ]
+            entry.problems[check] = "; ".join(shown)
     for sample in answers["hostcheck_dataloader_info"]():
         entry = entries.get(_target(sample))
         if entry is not None:

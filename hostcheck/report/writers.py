@@ -196,6 +196,7 @@ def render_prom(document: dict) -> str:
         ]
     lines += _fleet_lines(document)
     lines += _loop_lines(document)
+    lines += _gpu_lines(document)
     interval = (document.get("schedule") or {}).get("interval_s")
     if interval:
         lines += [
@@ -259,14 +260,17 @@ def _fleet_lines(document: dict) -> list[str]:
         "# TYPE hostcheck_host_info gauge",
         f"hostcheck_host_info{{{_labels(facts)}}} 1",
     ]
-    if entry.problems:
+    problems = _problems(document)
+    if problems:
+        # no words in labels: a summary holds measured values, and each new one would be a new
+        # series; the report file (and `hostcheck show`) says why in words
         lines += [
-            "# HELP hostcheck_check_problem_info Why a check did not pass, in its own words.",
+            "# HELP hostcheck_check_problem_info A finding that did not pass, with its status "
+            "(finding is empty for a check that failed as a whole or was skipped).",
             "# TYPE hostcheck_check_problem_info gauge",
         ]
         lines += [
-            f"hostcheck_check_problem_info{{{_labels({'check': check, 'summary': summary})}}} 1"
-            for check, summary in entry.problems.items()
+            f"hostcheck_check_problem_info{{{_labels(labels)}}} 1" for labels in problems
         ]
     texts = {
         key: value
@@ -291,6 +295,74 @@ def _fleet_lines(document: dict) -> list[str]:
             "# TYPE hostcheck_dataloader_info gauge",
             f"hostcheck_dataloader_info{{{_labels(entry.dataloader)}}} 1",
         ]
+    return lines
+
+
+def _problems(document: dict) -> list[dict[str, str]]:
+    found = []
+    for check in document["checks"]:
+        if check["status"] == "pass":
+            continue
+        bad = [f for f in check["findings"] if f["status"] in ("warn", "fail", "error")]
+        if not bad:
+            found.append({"check": check["id"], "finding": "", "status": check["status"]})
+        found += [
+            {"check": check["id"], "finding": f["name"], "status": f["status"]} for f in bad
+        ]
+    return found
+
+
+def _gpu_lines(document: dict) -> list[str]:
+    """The GPU faults, per GPU and kind, as numbers: counts since boot and 0/1 states."""
+    gpu = next((c for c in document["checks"] if c["id"] == "gpu"), None)
+    data = (gpu or {}).get("data") or {}
+    series: dict[str, list[str]] = {}
+
+    def add(metric: str, labels: dict, value: float) -> None:
+        series.setdefault(metric, []).append(f"{metric}{{{_labels(labels)}}} {prom_value(value)}")
+
+    index_of = {}
+    for each in data.get("gpus") or []:
+        if not isinstance(each, dict) or each.get("bus_id") is None:
+            continue
+        where = {"gpu": str(each["index"]), "bus_id": each["bus_id"]}
+        index_of[each["bus_id"]] = str(each["index"])
+        repair = each.get("memory_repair") or {}
+        rows = repair.get("remapped_rows")
+        if rows:
+            add("hostcheck_gpu_row_remap_pending", where, float(rows["pending"]))
+            add("hostcheck_gpu_row_remap_failed", where, float(rows["failed"]))
+            for cause in ("corrected", "uncorrected"):
+                add("hostcheck_gpu_remapped_rows", {**where, "cause": cause}, float(rows[cause]))
+        pages = repair.get("retired_pages")
+        if pages:
+            add("hostcheck_gpu_retired_pages_pending", where, float(pages["pending"]))
+            for cause in ("single_bit", "double_bit"):
+                add("hostcheck_gpu_retired_pages", {**where, "cause": cause}, float(pages[cause]))
+        links = each.get("nvlinks")
+        if links:
+            for state, count in (("up", sum(links)), ("down", len(links) - sum(links))):
+                add("hostcheck_gpu_nvlinks", {**where, "state": state}, float(count))
+    for event in ((data.get("events") or {}).get("events") or {}).values():
+        labels = {
+            "gpu": index_of.get(event["bus_id"], ""),
+            "bus_id": event["bus_id"],
+            "kind": event["kind"],
+            "code": str(event["code"]),
+        }
+        add("hostcheck_gpu_events", labels, float(event["count"]))
+    helps = {
+        "hostcheck_gpu_row_remap_pending": "1 while a remapped row waits for a GPU reset.",
+        "hostcheck_gpu_row_remap_failed": "1 once a row could not be remapped (replace the GPU).",
+        "hostcheck_gpu_remapped_rows": "Rows remapped, by the kind of error that caused it.",
+        "hostcheck_gpu_retired_pages_pending": "1 while a retired page waits for a GPU reset.",
+        "hostcheck_gpu_retired_pages": "Pages retired, by cause (GPUs before Ampere).",
+        "hostcheck_gpu_nvlinks": "NVLinks of the GPU up and down.",
+        "hostcheck_gpu_events": "Xid (GPU) and SXid (NVSwitch) events since boot, by code.",
+    }
+    lines: list[str] = []
+    for metric, samples in series.items():
+        lines += [f"# HELP {metric} {helps[metric]}", f"# TYPE {metric} gauge", *samples]
     return lines
 
 

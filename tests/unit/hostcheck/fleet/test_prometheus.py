@@ -54,6 +54,7 @@ def variant(report: dict, host: str, later: bool) -> dict:
     if host == "gpu2":
         for name in ("size", "free"):
             finding(document, "shm", name)["measured"] = 1 << 26
+        finding(document, "shm", "size")["status"] = "fail"
         shm = next(c for c in document["checks"] if c["id"] == "shm")
         shm["status"], shm["summary"] = "fail", "size 64.0 MiB < 1.0 GiB"
     if host == "gpu3":
@@ -110,11 +111,13 @@ def audit(tmp_path_factory):
 
 
 def comparable_hosts(document: dict) -> dict:
-    """Each host as fleet's JSON shows it, less where it was read from and the markers' own
-    words (the audit writes its reason, Prometheus has only `up`)."""
+    """Each host as fleet's JSON shows it, less where it was read from and the words: the
+    markers' (the audit writes its reason, Prometheus has only `up`) and the checks' (a report
+    says why a check failed in words, Prometheus which findings failed: no text in labels)."""
     hosts = {}
     for host in document["hosts"]:
-        shown = {k: v for k, v in host.items() if k not in ("file", "reason")}
+        shown = {k: v for k, v in host.items() if k not in ("file", "reason", "problems")}
+        shown["problems"] = sorted(host["problems"])
         hosts[host["host"]] = shown
     return hosts
 
@@ -127,6 +130,7 @@ def test_the_same_hosts_verdict_and_outliers_as_the_report_files(audit):
     assert (code, code_p) == (1, 1), err + err_p
     assert comparable_hosts(served) == comparable_hosts(files)
     assert served["hosts"][1]["values"]["shm.size"] == 1 << 26
+    assert served["hosts"][1]["problems"]["shm"] == f"size {1 << 26}"
     assert [h["verdict"] for h in served["hosts"]][-2:] == ["no-report", "unreachable"]
     assert (served["verdicts"], served["exit_code"]) == (files["verdicts"], files["exit_code"])
     assert served["checks"] == files["checks"]

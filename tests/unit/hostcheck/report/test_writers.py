@@ -111,6 +111,104 @@ def test_prometheus_textfile_parses_with_the_reference_parser(document):
     assert families["hostcheck_last_run_timestamp_seconds"].samples[0].value == 1_700_000_000
 
 
+def series(text: str) -> set[tuple[str, tuple]]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items())))
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_a_failing_check_is_named_by_finding_and_status_never_by_its_words(document):
+    families = {f.name: f for f in text_string_to_metric_families(render_prom(document))}
+    problems = {
+        tuple(sorted(s.labels.items())) for s in families["hostcheck_check_problem_info"].samples
+    }
+    shm_bad = [f["name"] for f in document["checks"][0]["findings"] if f["status"] != "pass"]
+    assert problems == {
+        *((("check", "shm"), ("finding", name), ("status", "fail")) for name in shm_bad),
+        (("check", "gpu"), ("finding", ""), ("status", "skip")),
+    }
+    assert shm_bad
+
+
+def test_another_run_with_other_values_makes_no_new_series(document):
+    """A summary in a label made a new series whenever a failing value changed."""
+    later = json.loads(json.dumps(document))
+    shm_check = later["checks"][0]
+    shm_check["summary"] = "size 63.0 MiB (expected >= 512.0 MiB)"
+    for finding in shm_check["findings"]:
+        if isinstance(finding["measured"], int):
+            finding["measured"] -= MiB
+    later["started_at"] = "2023-11-14T22:20:00Z"
+    assert series(render_prom(later)) == series(render_prom(document))
+
+
+def test_gpu_faults_are_bounded_series_per_gpu_and_kind(document):
+    gpu = {
+        "id": "gpu",
+        "status": "fail",
+        "summary": "gpu2 row remapping ...",
+        "expected": "",
+        "remedy": "",
+        "duration_s": 0.1,
+        "findings": [],
+        "data": {
+            "gpus": [
+                {
+                    "index": i,
+                    "bus_id": f"0000:{0x18 + i:02x}:00.0",
+                    "memory_repair": {
+                        "remapped_rows": {
+                            "corrected": 0,
+                            "uncorrected": int(i == 2),
+                            "pending": i == 2,
+                            "failed": False,
+                        },
+                        "retired_pages": None,
+                    },
+                    "nvlinks": [True] * 17 + [i != 3],
+                }
+                for i in range(4)
+            ],
+            "events": {
+                "events": {
+                    "xid:79:0000:1a:00.0": {
+                        "kind": "xid",
+                        "code": 79,
+                        "bus_id": "0000:1a:00.0",
+                        "count": 2,
+                        "last_text": "pid=77, name=python, GPU has fallen off the bus.",
+                    }
+                }
+            },
+        },
+    }
+    document = {**document, "checks": [*document["checks"][:2], gpu]}
+    values = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(render_prom(document))
+        for s in f.samples
+        if s.name.startswith("hostcheck_gpu_")
+    }
+    two = (("bus_id", "0000:1a:00.0"), ("gpu", "2"))
+    assert values[("hostcheck_gpu_row_remap_pending", two)] == 1
+    assert (
+        values[("hostcheck_gpu_row_remap_pending", (("bus_id", "0000:18:00.0"), ("gpu", "0")))] == 0
+    )
+    assert (
+        values[("hostcheck_gpu_remapped_rows", (*two[:1], ("cause", "uncorrected"), two[1]))] == 1
+    )
+    assert (
+        values[("hostcheck_gpu_events", (*two[:1], ("code", "79"), two[1], ("kind", "xid")))] == 2
+    )
+    down3 = (("bus_id", "0000:1b:00.0"), ("gpu", "3"), ("state", "down"))
+    assert values[("hostcheck_gpu_nvlinks", down3)] == 1
+    assert len(values) == 4 * 2 + 4 * 2 + 4 * 2 + 1  # pending, failed; rows x2; links x2; one event
+    labels = {name for _, pairs in values for name, _ in pairs}
+    assert labels == {"gpu", "bus_id", "cause", "state", "code", "kind"}  # no free text
+
+
 def test_report_spec_parsing():
     assert parse_report_spec("json:-") == ("json", "-")
     assert parse_report_spec("prom:/var/lib/node_exporter/hc.prom")[0] == "prom"
