@@ -18,6 +18,7 @@ from hostcheck.health.verdict import UNKNOWN, Verdict
 DEFAULT_MEASUREMENTS = "/var/lib/hostcheck/report.json"
 DEFAULT_STATE_DIR = "/var/lib/hostcheck/healthcheck"
 DEFAULT_BUDGET_S = 30.0  # slurmd kills its HealthCheckProgram after 60 s
+DEFAULT_MAX_DRAINED = 10.0  # percent of a partition
 EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_UNKNOWN = 0, 1, 2
 
 
@@ -78,6 +79,21 @@ def add_parser(commands: argparse._SubParsersAction, profile_options, host_optio
     )
     health.add_argument(
         "--dry-run", action="store_true", help="with --slurm: say what would be done, do nothing"
+    )
+    health.add_argument(
+        "--max-drained",
+        type=float,
+        default=DEFAULT_MAX_DRAINED,
+        metavar="PERCENT",
+        help="with --slurm: do not drain when hostcheck's own drains would then hold more than "
+        "this share of a partition of the node (at least one node is always allowed; 0: no "
+        f"cap; default: {DEFAULT_MAX_DRAINED:g}). A bad rule pushed fleet-wide is what it is for",
+    )
+    health.add_argument(
+        "--textfile",
+        metavar="PATH",
+        help="also write the verdict as node_exporter textfile series to PATH "
+        "(hostcheck_healthcheck_*), written atomically",
     )
     health.add_argument(
         "--max-length",
@@ -145,6 +161,8 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
         raise usage_error("--max-length must be 20 or more")
     if args.dry_run and not args.slurm:
         raise usage_error("--dry-run needs --slurm")
+    if not 0 <= args.max_drained <= 100:
+        raise usage_error("--max-drained must be a percent from 0 to 100")
     node = args.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     scontrol_program = args.scontrol or shutil.which("scontrol") or "/usr/bin/scontrol"
     prefix = f"hostcheck healthcheck {node}: "
@@ -172,7 +190,7 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
                     kept.get("streaks") or {},
                     args.consecutive,
                 )
-                said = _act(args, node, verdict, scontrol_program, budget)
+                said, capped = _act(args, node, verdict, scontrol_program, budget)
                 line = f"{prefix}{verdict.summary()}" + (f"; slurm: {said}" if said else "")
                 if not args.dry_run:
                     budget.doing = "saving the state"
@@ -186,11 +204,18 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
                             "exit_code": verdict.exit_code,
                             "line": line,
                             "slurm": said,
+                            "drain_capped": capped,
                             "measurements": verdict.measurements,
                             "duration_s": round(time.monotonic() - budget.started, 3),
                             "note": state_note,
                         },
                     )
+            if args.textfile and not args.dry_run:
+                budget.doing = "writing the textfile"
+                try:
+                    _write_textfile(args.textfile, verdict, capped)
+                except OSError as exc:  # the verdict stands without its series
+                    line += f"; textfile not written: {exc.strerror or exc}"
         except (state.Busy, OSError) as exc:
             line = f"{prefix}unknown: {exc}"
             print(_fit(line, args.max_length))
@@ -199,14 +224,51 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
     return verdict.exit_code
 
 
-def _act(args, node: str, verdict: Verdict, program: str, budget: Budget) -> str:
-    """What was done on Slurm, in a few words ('' without --slurm)."""
+def _write_textfile(path: str, verdict: Verdict, capped: dict | None) -> None:
+    from hostcheck.atomic import write_atomic
+
+    lines = [
+        "# HELP hostcheck_healthcheck_verdict 1 for the verdict of the last health check.",
+        "# TYPE hostcheck_healthcheck_verdict gauge",
+        *(
+            f'hostcheck_healthcheck_verdict{{state="{state}"}} {int(verdict.state == state)}'
+            for state in ("healthy", "unhealthy", "unknown")
+        ),
+        "# HELP hostcheck_healthcheck_drain_capped 1 when the node is unhealthy but was not "
+        "drained: hostcheck's drains already hold the share of its partition the cap allows.",
+        "# TYPE hostcheck_healthcheck_drain_capped gauge",
+        f"hostcheck_healthcheck_drain_capped {int(capped is not None)}",
+        "# HELP hostcheck_healthcheck_last_run_timestamp_seconds When the last health check ran.",
+        "# TYPE hostcheck_healthcheck_last_run_timestamp_seconds gauge",
+        f"hostcheck_healthcheck_last_run_timestamp_seconds {int(time.time())}",
+    ]
+    write_atomic(path, "\n".join(lines) + "\n")
+
+
+def _act(
+    args, node: str, verdict: Verdict, program: str, budget: Budget
+) -> tuple[str, dict | None]:
+    """What was done on Slurm, in a few words ('' without --slurm), and the cap that held a
+    drain back (None when none did)."""
     if not args.slurm:
-        return ""
+        return "", None
+    from dataclasses import asdict
+
     from hostcheck.health import slurm
 
     budget.doing = "asking the Slurm controller"
     try:
-        return slurm.act(slurm.Scontrol(program, budget.left), node, verdict, args.dry_run)
+        acted = slurm.act(
+            slurm.Scontrol(program, budget.left),
+            node,
+            verdict,
+            args.dry_run,
+            slurm.Cap(args.max_drained),
+        )
     except slurm.SlurmError as exc:
-        return f"not told: {exc}" + (" (node left as it was)" if verdict.state != UNKNOWN else "")
+        said = f"not told: {exc}"
+        return said + (" (node left as it was)" if verdict.state != UNKNOWN else ""), None
+    capped = None
+    if acted.capped is not None:
+        capped = {**asdict(acted.capped), "percent": args.max_drained}
+    return acted.said, capped

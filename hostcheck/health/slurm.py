@@ -3,9 +3,10 @@ hostcheck drained. Every scontrol call runs under a timeout."""
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hostcheck.health.verdict import HEALTHY, UNHEALTHY, Verdict
 
@@ -23,6 +24,7 @@ class Node:
     name: str
     state: str  # as scontrol shows it, e.g. IDLE+DRAIN
     reason: str  # without scontrol's [user@time]
+    partitions: tuple[str, ...] = ()
 
     @property
     def flags(self) -> set[str]:
@@ -46,6 +48,7 @@ def parse_node(text: str) -> Node:
     `Reason=` to scontrol's `[user@time]` (it may hold spaces and `=`)."""
     name = re.search(r"\bNodeName=(\S+)", text)
     state = re.search(r"\bState=(\S+)", text)
+    partitions = re.search(r"\bPartitions=(\S+)", text)
     if not name or not state:
         raise SlurmError(f"scontrol show node: no NodeName or State in {text.strip()[:120]!r}")
     reason = ""
@@ -54,7 +57,12 @@ def parse_node(text: str) -> Node:
     )
     if found:
         reason = _STAMP.sub("", found.group(1)).strip()
-    return Node(name=name.group(1), state=state.group(1), reason=reason)
+    return Node(
+        name=name.group(1),
+        state=state.group(1),
+        reason=reason,
+        partitions=tuple(partitions.group(1).split(",")) if partitions else (),
+    )
 
 
 def drain_reason(verdict: Verdict) -> str:
@@ -94,6 +102,45 @@ def plan(node: Node, verdict: Verdict) -> Plan:
     return Plan("none", f"{node.state}, not changed while the verdict is unknown")
 
 
+@dataclass(frozen=True)
+class Cap:
+    """How much of a partition hostcheck's own drains may take: a share of its nodes, at least
+    one node (a small partition can still lose its broken node); percent 0: no cap."""
+
+    percent: float
+
+    def allowed(self, nodes: int) -> int:
+        return max(1, math.floor(nodes * self.percent / 100 + 1e-9))
+
+
+@dataclass
+class Capped:
+    """Why a drain was held back: the partition, hostcheck's drains there, its size."""
+
+    partition: str
+    drained: list[str] = field(default_factory=list)
+    nodes: int = 0
+    allowed: int = 0
+
+    def said(self, percent: float) -> str:
+        return (
+            f"not drained: the cap is reached (hostcheck drains {len(self.drained)} of the "
+            f"{self.nodes} nodes of partition {self.partition}: {', '.join(self.drained)}; "
+            f"{percent:g} % allows {self.allowed})"
+        )
+
+
+def over_cap(name: str, partitions: tuple[str, ...], nodes: list[Node], cap: Cap) -> Capped | None:
+    """The first of the node's partitions where one more hostcheck drain would pass the cap."""
+    for partition in partitions:
+        members = [n for n in nodes if partition in n.partitions]
+        drained = sorted(n.name for n in members if n.drained_by_hostcheck and n.name != name)
+        allowed = cap.allowed(len(members))
+        if len(drained) + 1 > allowed:
+            return Capped(partition, drained, len(members), allowed)
+    return None
+
+
 class Scontrol:
     def __init__(self, program: str, deadline) -> None:
         self.program = program
@@ -129,6 +176,9 @@ class Scontrol:
     def node(self, name: str) -> Node:
         return parse_node(self._run("-o", "show", "node", name))
 
+    def nodes(self) -> list[Node]:
+        return [parse_node(line) for line in self._run("-o", "show", "node").splitlines() if line]
+
     def drain(self, name: str, reason: str) -> None:
         self._run("update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}")
 
@@ -136,16 +186,30 @@ class Scontrol:
         self._run("update", f"NodeName={name}", "State=RESUME")
 
 
-def act(scontrol: Scontrol, name: str, verdict: Verdict, dry_run: bool = False) -> str:
-    """Read the node, do what the plan says, and say what was done in a few words."""
+@dataclass
+class Acted:
+    said: str  # what was done, in a few words
+    capped: Capped | None = None  # a drain held back by the cap
+
+
+def act(
+    scontrol: Scontrol, name: str, verdict: Verdict, dry_run: bool = False, cap: Cap | None = None
+) -> Acted:
+    """Read the node, do what the plan says, and say what was done in a few words. A new drain
+    that would take hostcheck's drains in one of the node's partitions past the cap is not
+    made (a reason updated on a node hostcheck already drained is no new drain)."""
     node = scontrol.node(name)
     step = plan(node, verdict)
     if step.action == "none":
-        return step.said
+        return Acted(step.said)
+    if step.action == "drain" and not node.drained_by_hostcheck and cap and cap.percent > 0:
+        capped = over_cap(name, node.partitions, scontrol.nodes(), cap)
+        if capped is not None:
+            return Acted(capped.said(cap.percent), capped)
     if dry_run:
-        return f"would be {step.said} (--dry-run)"
+        return Acted(f"would be {step.said} (--dry-run)")
     if step.action == "drain":
         scontrol.drain(name, step.reason)
     else:
         scontrol.resume(name)
-    return step.said
+    return Acted(step.said)

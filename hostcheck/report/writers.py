@@ -269,9 +269,7 @@ def _fleet_lines(document: dict) -> list[str]:
             "(finding is empty for a check that failed as a whole or was skipped).",
             "# TYPE hostcheck_check_problem_info gauge",
         ]
-        lines += [
-            f"hostcheck_check_problem_info{{{_labels(labels)}}} 1" for labels in problems
-        ]
+        lines += [f"hostcheck_check_problem_info{{{_labels(labels)}}} 1" for labels in problems]
     texts = {
         key: value
         for key, value in entry.values.items()
@@ -306,9 +304,7 @@ def _problems(document: dict) -> list[dict[str, str]]:
         bad = [f for f in check["findings"] if f["status"] in ("warn", "fail", "error")]
         if not bad:
             found.append({"check": check["id"], "finding": "", "status": check["status"]})
-        found += [
-            {"check": check["id"], "finding": f["name"], "status": f["status"]} for f in bad
-        ]
+        found += [{"check": check["id"], "finding": f["name"], "status": f["status"]} for f in bad]
     return found
 
 

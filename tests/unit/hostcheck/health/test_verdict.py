@@ -83,7 +83,7 @@ def test_a_check_that_could_not_assess_is_unknown_unless_another_failed():
 
 def test_scontrol_line_parsed_with_a_reason_holding_spaces_and_equals():
     node = slurm.parse_node(SHOWN)
-    assert node == slurm.Node("node2", "IDLE+DRAIN", "maintenance: swap PSU=2")
+    assert node == slurm.Node("node2", "IDLE+DRAIN", "maintenance: swap PSU=2", ("batch",))
     assert node.drained and not node.down and not node.drained_by_hostcheck
     idle = slurm.parse_node(SHOWN.replace("State=IDLE+DRAIN", "State=IDLE").split(" Reason=")[0])
     assert idle.reason == "" and not idle.drained
