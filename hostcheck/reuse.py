@@ -199,15 +199,20 @@ def run_reusing(
     profile: Profile,
     options: RunOptions,
     system: System,
-    earlier_path: str,
+    earlier_path: str | None,
     os_release_text: str | None,
     only: list[str] | None = None,
     checks: Mapping[str, CheckSpec] | None = None,
 ) -> tuple[RunOutcome, Reuse]:
+    """The run keeping the earlier report's measurements while they stand; earlier_path None:
+    measured anew, with the basis recorded all the same."""
     light, basis = light_run(profile, options, system, os_release_text, only, checks)
     reuse = Reuse(basis=basis)
     measuring = measuring_ids(light, profile, only)
-    standing, reuse.why = standing_measurements(earlier_path, basis, profile)
+    if earlier_path is None:
+        standing, reuse.why = {}, "asked to measure anew"
+    else:
+        standing, reuse.why = standing_measurements(earlier_path, basis, profile)
     kept: dict[str, CheckResult] = {}
     if not reuse.why:  # the earlier measurements stand
         failed = []

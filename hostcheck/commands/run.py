@@ -36,6 +36,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "when nothing they depend on changed since (else measure, as without it)",
     )
     run.add_argument(
+        "--record-basis",
+        action="store_true",
+        help="measure anew, and record in the JSON report what the measurements depend on, as "
+        "--reuse-measurements does: a later run with --reuse-measurements, or the health "
+        "check, can then take them",
+    )
+    run.add_argument(
         "--schedule",
         metavar="CALENDAR",
         help="the systemd OnCalendar= schedule this run repeats on (the hostcheck timer's): "
@@ -125,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     fail_on = Status(args.fail_on)
     os_release_text = system.read("/etc/os-release")
     reuse = None
-    if args.reuse_measurements:
+    if args.reuse_measurements or args.record_basis:
         from hostcheck.reuse import run_reusing
 
         outcome, reuse = run_reusing(

@@ -260,3 +260,16 @@ def test_reuse_measurements_keeps_the_real_loop_until_the_profile_changes(tmp_pa
     again = {c["id"]: c for c in json.loads(report.read_text())["checks"]}
     assert "measured_at" not in again["loop"]["data"]
     assert "(the profile changed)" in third.stdout
+
+
+def test_record_basis_writes_what_the_measurements_depend_on(tmp_path):
+    report = tmp_path / "report.json"
+    done = run_cli(*QUICK, "--record-basis", "--report", f"json:{report}")
+    assert done.returncode in (0, 1), done.stderr
+    document = json.loads(report.read_text())
+    basis = document["measurement_basis"]
+    assert basis["profile"]["checks"]["shm"] == document["profile"]["values"]["checks"]["shm"]
+    assert basis["boot_id"] == open("/proc/sys/kernel/random/boot_id").read().strip()
+    plain = tmp_path / "plain.json"
+    run_cli(*QUICK, "--report", f"json:{plain}")
+    assert "measurement_basis" not in json.loads(plain.read_text())

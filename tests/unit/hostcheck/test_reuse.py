@@ -161,3 +161,23 @@ def test_an_earlier_report_that_cannot_serve_means_measuring(host, stand, tmp_pa
     _, reuse, _ = run(host, stand, report)
     assert stand.measured == {"pillow": 1, "loop": 1}
     assert why in reuse.why
+
+
+def test_measuring_anew_records_the_basis_the_next_run_keeps(host, stand, tmp_path):
+    """hostcheck run --record-basis (the role's hostcheck_measure: always): measured although
+    an earlier report would stand, with what the measurements depend on recorded for the next
+    --reuse-measurements run and the Slurm health check."""
+    report = tmp_path / "report.json"
+    run(host, stand, report)
+    profile = load_profile("default", profile_schema())
+    outcome, reuse = run_reusing(
+        profile, RunOptions(), host.system(), None, None, checks=stand.registry()
+    )
+    assert reuse.why == "asked to measure anew"
+    assert stand.measured == {"pillow": 2, "loop": 2}
+    document = build_document(outcome, outcome.exit_code(), None)
+    document["measurement_basis"] = reuse.basis
+    report.write_text(json.dumps(document))
+    _, kept, _ = run(host, stand, report)
+    assert stand.measured == {"pillow": 2, "loop": 2}
+    assert set(kept.kept) == {"pillow", "loop"}
