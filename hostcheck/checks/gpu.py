@@ -344,7 +344,7 @@ def _event_findings(ctx: CheckContext, labels: dict[str, str]) -> tuple[list[Fin
                 f"{label} {'sxid' if switch else 'xid'}",
                 _EVENT_STATUS[worst_rule.action],
                 {str(rule.code): event["count"] for rule, event in rules},
-                "no Xid that drains",
+                "",
                 display,
                 where,
                 (HARDWARE + worst_rule.remedy) if worst_rule.remedy else "",
@@ -693,7 +693,10 @@ SPEC = CheckSpec(
         "Through NVML (pynvml): the driver version and the CUDA version it supports; per "
         "GPU its name, UUID, PCI bus id, persistence mode, PCIe link generation and width "
         "(current against the maximum of GPU and slot), ECC mode and uncorrected error "
-        "counts, and the current clock event (throttle) reasons. It reads torch's CUDA "
+        "counts, the current clock event (throttle) reasons, row remapping or retired pages, "
+        "and its NVLinks; Fabric Manager where NVSwitches are on the bus; and the Xid (GPU) "
+        "and SXid (NVSwitch) events of the kernel log since boot, each counted once "
+        "(docs/gpu-faults.md). It reads torch's CUDA "
         "version from torch/version.py and cuDNN's from the nvidia-cudnn-cu* wheel without "
         "importing torch, and checks that the driver supports that CUDA. Host-to-device "
         "copies of every batch cross the PCIe link: an x8 link halves their bandwidth; "

@@ -129,7 +129,7 @@ class SlurmCluster:
         with ThreadPoolExecutor(max_workers=len(self.hosts)) as pool:
             return list(pool.map(one, self.hosts))
 
-    def _ssh_bytes(self, host: Host, command: str, data: bytes | None = None) -> bytes:
+    def ssh_bytes(self, host: Host, command: str, data: bytes | None = None) -> bytes:
         """As fleet.ssh, with bytes in and out."""
         done = subprocess.run(
             self.fleet.ssh_argv(host, command),
@@ -189,7 +189,7 @@ class SlurmCluster:
         others = [p for p in PACKAGES + CONTROLLER_PACKAGES if p not in self.packages_for(host)]
         skip = f" | grep -Ev '^({'|'.join(others)})_'" if others else ""
         try:
-            self._ssh_bytes(
+            self.ssh_bytes(
                 host,
                 "set -e; rm -rf /var/tmp/slurm-debs; mkdir /var/tmp/slurm-debs; "
                 "cd /var/tmp/slurm-debs; tar xf -; DEBIAN_FRONTEND=noninteractive "
@@ -204,7 +204,7 @@ class SlurmCluster:
 
     def _keep_debs(self) -> None:
         try:
-            tar = self._ssh_bytes(self.controller, "cd /var/cache/apt/archives && tar cf - *.deb")
+            tar = self.ssh_bytes(self.controller, "cd /var/cache/apt/archives && tar cf - *.deb")
         except SlurmError as error:  # apt was told to remove them (as in Docker images)
             self.log(f"slurm: no .deb files to keep: {error}")
             return

@@ -3,20 +3,34 @@ the slurm_healthcheck role installs it and sets slurm.conf; then every scenario 
 Slurm itself (scontrol show node, srun), not from hostcheck's output. A broken /dev/shm drains
 the node within one HealthCheckInterval and its repair resumes it; an admin's drain is never
 resumed; a measured failure drains only when it repeats; a stopped controller costs the run
-no more than its budget."""
+no more than its budget. GPU faults on fake GPUs (tests/sandbox/fake_nvml.c, the real pynvml
+loading it; PCI functions bound over /sys/bus/pci/devices): a pending row remap, an Xid 79 in
+the node's kernel log, an NVML that cannot start beside GPUs on the bus each drain the node
+with a reason naming the GPU, and the drain cap leaves a second failing node schedulable.
+
+The kernel log here is a file in /dev/kmsg's format per host (gpu.kernel_log): the hosts share
+this machine's kernel, so a line in its ring buffer would reach all of them. What differs from
+a line the kernel logged: the test writes it, not the NVIDIA driver, and hostcheck reads the
+file whole where it reads /dev/kmsg record by record (tests/unit/hostcheck/gpu/test_events.py
+reads this machine's /dev/kmsg)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.metadata
+import io
 import json
+import tarfile
 import time
 
 import pytest
 import yaml
 
 from tests.integration.ansible import build_wheel, run_playbook
+from tests.integration.cuda_fakes import torch_files
 from tests.integration.slurm_cluster import SlurmCluster, parse_node, start_cluster
 from tests.sandbox.fleet import CHECKOUT
+from tests.support.fake_libnvml import build_fake_nvml, gcc_missing
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -29,6 +43,10 @@ COVERS = (
     "plugins/module_utils/root_trust.py",
     "tests/integration/slurm_cluster.py",
     "tests/integration/playbooks/slurm_healthcheck.yml",
+    "hostcheck/checks/gpu.py",
+    "hostcheck/gpu/*",
+    "tests/sandbox/fake_nvml.c",
+    "tests/support/fake_libnvml.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -40,6 +58,12 @@ REPORT = "/var/lib/hostcheck/report.json"
 CONFIG_FILE = "/etc/hostcheck/config.yaml"
 INTERVAL = 10  # HealthCheckInterval, seconds
 BUDGET = 15  # the health check's own time limit, seconds
+KMSG = "/var/lib/fake-kmsg"  # each host's kernel log (gpu.kernel_log), /dev/kmsg's format
+NVML_STATE = "/etc/fake-nvml/state"  # what the fake libnvidia-ml.so.1 answers (fake_nvml.c)
+CUDA_VENV = "/opt/fake-cuda-venv"  # a CUDA build of torch as the gpu check reads it (files)
+TEXTFILE = "/var/lib/node_exporter/textfile_collector/hostcheck-healthcheck.prom"
+GPU_EVENTS = "/var/lib/hostcheck/gpu-events.json"
+CAP = 34  # percent: one of the three nodes
 # Thresholds a sandbox host passes (64 MiB /dev/shm, this machine's fixed limits and read-only
 # kernel tunables), the storage read test on a small dataset as the measured check.
 CONFIG = {
@@ -52,6 +76,10 @@ CONFIG = {
             "min_free": "1MiB",
             "read_test": {"enabled": True, "max_seconds": 1},
         },
+        # read only where fake GPUs are on the bus (gpus below); a CPU build of torch would
+        # fail the check on every node
+        "gpu": {"training_venv": CUDA_VENV, "kernel_log": KMSG},
+        "memory": {"min_ram_per_gpu": "1GiB"},  # this machine's RAM over the two fake GPUs
     }
 }
 VALUES = {
@@ -60,6 +88,7 @@ VALUES = {
     "slurm_healthcheck_manage_slurm_conf": True,
     "slurm_healthcheck_interval": INTERVAL,
     "slurm_healthcheck_budget_sec": BUDGET,
+    "slurm_healthcheck_max_drained_percent": CAP,
 }
 FULL_RUN = (
     f"{HOSTCHECK} run --profile default --config {CONFIG_FILE} "
@@ -172,7 +201,7 @@ def test_healthy_nodes_stay_idle(cluster, converged):
     began = time.time()
     for host in cluster.hosts:
         last = wait_run(cluster, host.name, began)
-        assert last["verdict"] == "healthy", last
+        assert last["verdict"] == "healthy", last["line"]
         assert last["duration_s"] < BUDGET
         assert schedulable(cluster.node(host.name)), cluster.node(host.name)
 
@@ -257,3 +286,143 @@ def test_a_stopped_controller_costs_no_more_than_the_budget_and_is_said(cluster,
     print(f"health check with slurmctld stopped: {float(took):.1f} s")
     assert code == "0" and "healthy; slurm: not told: scontrol" in line, done.stdout
     assert float(took) < BUDGET
+
+
+# ---------------------------------------------------------------- GPU faults on fake GPUs
+
+
+@pytest.fixture(scope="module")
+def gpus(cluster, converged, tmp_path_factory):
+    """Two fake GPUs on every node: PCI functions 0000:18:00.0 and 0000:19:00.0, the fake
+    libnvidia-ml.so.1 where pynvml loads it, an empty NVML state (healthy), an empty kernel log,
+    a CUDA build of torch for the check to read."""
+    missing = gcc_missing()
+    if missing:
+        pytest.skip(missing)
+    library = build_fake_nvml(tmp_path_factory.mktemp("nvml"), gpus=2).read_bytes()
+    torch_tree = io.BytesIO()
+    with tarfile.open(fileobj=torch_tree, mode="w") as tar:
+        for path, text in {
+            **torch_files("2.5.1+cu121", "12.1", 90100),
+            "torch-2.5.1+cu121.dist-info/METADATA": "Name: torch\nVersion: 2.5.1+cu121\n",
+        }.items():
+            data = text.encode()
+            member = tarfile.TarInfo(f"{CUDA_VENV}/{SITE}/{path}".lstrip("/"))
+            member.size, member.mode = len(data), 0o644
+            tar.addfile(member, io.BytesIO(data))
+    pci = "; ".join(
+        f"mkdir -p /run/fake-sys/pci/{address} && echo 0x10de > /run/fake-sys/pci/{address}/vendor"
+        f" && echo 0x2330 > /run/fake-sys/pci/{address}/device"
+        f" && echo 0x030200 > /run/fake-sys/pci/{address}/class"
+        for address in ("0000:18:00.0", "0000:19:00.0")
+    )
+    for host in cluster.hosts:
+        cluster.ssh_bytes(host, f"cat > {LIBNVML} && ldconfig", library)
+        cluster.ssh_bytes(host, "tar -x -C /", torch_tree.getvalue())
+    pynvml = f"nvidia-ml-py=={importlib.metadata.version('nvidia-ml-py')}"  # the [node] extra's
+    cluster.on_all(
+        f"set -e; /opt/venvs/train/bin/pip install -q {pynvml}; "
+        f"mkdir -p $(dirname {NVML_STATE}) && : > {NVML_STATE} && : > {KMSG}; "
+        f"rm -rf /run/fake-sys && {pci} && mount --bind /run/fake-sys/pci /sys/bus/pci/devices"
+    )
+    began = time.time()
+    for host in cluster.hosts:  # a run that sees the GPUs, healthy
+        last = wait_run(cluster, host.name, began)
+        assert last["verdict"] == "healthy", last["line"]
+    yield cluster
+    cluster.on_all(f"umount /sys/bus/pci/devices; rm -f {LIBNVML} && ldconfig")
+
+
+SITE = "lib/python3.11/site-packages"
+LIBNVML = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+
+
+def set_nvml(cluster: SlurmCluster, name: str, text: str) -> None:
+    """The fake NVML's answers on this node from now on (the file is replaced whole)."""
+    command = f"cat > {NVML_STATE}.new && mv {NVML_STATE}.new {NVML_STATE}"
+    cluster.ssh_bytes(cluster.host(name), command, text.encode())
+
+
+def add_kernel_line(cluster: SlurmCluster, name: str, message: str, seq: int) -> None:
+    """A record as /dev/kmsg shows it (priority 3, err), appended whole."""
+    record = f"3,{seq},{seq * 1000},-;{message}\n".encode()
+    cluster.ssh_bytes(cluster.host(name), f"cat >> {KMSG}", record)
+
+
+def healthy_again(cluster: SlurmCluster, name: str) -> None:
+    cluster.wait_for(name, schedulable, timeout=INTERVAL + BUDGET + 10)
+
+
+def test_a_pending_row_remap_drains_naming_the_gpu_and_that_a_reset_clears_it(gpus):
+    set_nvml(gpus, "node2", "0 remap_pending=1 remap_uncorrected=1\n")
+    try:
+        gpus.wait_for("node2", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+        reason = gpus.node("node2")["Reason"]
+        assert reason.startswith(
+            "hostcheck: gpu: gpu0 row remapping a row remap is pending on 0000:18:00.0 until "
+            "the GPU is reset (a GPU reset clears it)"
+        ), reason
+    finally:
+        set_nvml(gpus, "node2", "")
+    healthy_again(gpus, "node2")
+
+
+def test_an_xid_79_drains_at_the_next_run_and_a_later_run_does_not_count_it_again(gpus):
+    message = "NVRM: Xid (PCI:0000:19:00): 79, pid=4242, name=python, GPU has fallen off the bus."
+    add_kernel_line(gpus, "node3", message, seq=1001)
+    try:
+        gpus.wait_for("node3", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+        reason = gpus.node("node3")["Reason"]
+        assert reason == (
+            "hostcheck: gpu: gpu1 xid Xid 79 x1 (GPU has fallen off the bus) on 0000:19:00.0 "
+            "since boot (a reboot clears it)"
+        ), reason
+        later = wait_run(gpus, "node3", time.time())  # no new line since
+        assert later["verdict"] == "unhealthy", later
+        counted = json.loads(gpus.run(f"cat {GPU_EVENTS}", "node3").stdout)["events"]
+        assert {k: v["count"] for k, v in counted.items()} == {"xid:79:0000:19:00.0": 1}
+        assert drained_by_hostcheck(gpus.node("node3"))
+    finally:  # what a reboot does: a new boot's log and counts (under the counts' own lock)
+        gpus.run(f"flock {GPU_EVENTS}.lock sh -c ': > {KMSG}; rm -f {GPU_EVENTS}'", "node3")
+    healthy_again(gpus, "node3")
+
+
+def test_nvml_that_cannot_start_beside_gpus_on_the_bus_drains(gpus):
+    set_nvml(gpus, "node1", "* init_error=18\n")
+    try:
+        gpus.wait_for("node1", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+        assert gpus.node("node1")["Reason"] == (
+            "hostcheck: gpu: driver RM has detected an NVML/RM version mismatch. (NVML error 18); "
+            "2 NVIDIA GPU(s) on the PCI bus, none usable (expected NVIDIA driver loaded and NVML "
+            "answering)"
+        )
+    finally:
+        set_nvml(gpus, "node1", "")
+    healthy_again(gpus, "node1")
+
+
+def test_the_cap_drains_one_of_two_failing_nodes_and_says_so_for_the_other(gpus):
+    set_nvml(gpus, "node2", "1 nvlinks_down=3\n")
+    try:
+        gpus.wait_for("node2", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+        set_nvml(gpus, "node3", "0 lost=1\n")
+        last = wait_run(gpus, "node3", time.time())
+        assert last["verdict"] == "unhealthy", last
+        assert "gpu: gpu0 NVML cannot read it: GPU is lost (NVML error 15)" in last["line"]
+        assert last["slurm"] == (
+            f"not drained: the cap is reached (hostcheck drains 1 of the 3 nodes of partition "
+            f"batch: node2; {CAP} % allows 1)"
+        )
+        assert last["drain_capped"]["drained"] == ["node2"]
+        assert schedulable(gpus.node("node3")), gpus.node("node3")
+        served = gpus.run(f"cat {TEXTFILE}", "node3").stdout
+        assert "hostcheck_healthcheck_drain_capped 1\n" in served, served
+        assert 'hostcheck_healthcheck_verdict{state="unhealthy"} 1\n' in served
+    finally:
+        set_nvml(gpus, "node2", "")
+        set_nvml(gpus, "node3", "")
+    healthy_again(gpus, "node2")
+    healthy_again(gpus, "node3")
+    last = wait_run(gpus, "node3", time.time())
+    assert last["drain_capped"] is None
+    assert "hostcheck_healthcheck_drain_capped 0\n" in gpus.run(f"cat {TEXTFILE}", "node3").stdout

@@ -21,6 +21,15 @@
  * util: percent of time a kernel ran; memory_used: bytes; pcie_tx, pcie_rx: KB/s, absent:
  * NVML_ERROR_NOT_SUPPORTED (as on GPUs without the counters); pids: its compute processes.
  * A GPU without a line (or no file) is idle: 0 %, 0 bytes, no counters, no processes.
+ *
+ * What hostcheck's gpu check reads, per GPU on the same line: remap_pending=1, remap_failed=1,
+ * remap_corrected=N, remap_uncorrected=N (nvmlDeviceGetRemappedRows), nvlinks=N (links, 0: a
+ * PCIe-only GPU) and nvlinks_down=N (the last N of them down), persistence=0, lost=1 (its
+ * handle answers NVML_ERROR_GPU_IS_LOST). A line `* init_error=N` makes every nvmlInit fail
+ * with N (18: the driver's library and kernel module differ, as after an upgrade without a
+ * reboot). GPU i sits at PCI 0000:(0x18 + i):00.0 and is persistent, Gen4 x16 of Gen4 x16,
+ * idle, without ECC, with 12 NVLinks up. Without $FAKE_NVML_STATE the file read is
+ * FAKE_NVML_STATE_FILE (slurmd runs its health check with an environment of its own).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +54,9 @@
 #define FAKE_NVML_MEMORY 85899345920ULL /* 80 GiB */
 #endif
 #define FAKE_NVML_MAX_PIDS 64
+#ifndef FAKE_NVML_STATE_FILE
+#define FAKE_NVML_STATE_FILE "/etc/fake-nvml/state"
+#endif
 
 enum {
     NVML_SUCCESS = 0,
@@ -53,13 +65,37 @@ enum {
     NVML_ERROR_NOT_SUPPORTED = 3,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
 };
 
 static int initialised;
 
+static FILE *open_state(void) {
+    const char *path = getenv("FAKE_NVML_STATE");
+    return fopen(path != NULL ? path : FAKE_NVML_STATE_FILE, "r");
+}
+
+/* `* init_error=N` of the state file, else 0. */
+static int runtime_init_error(void) {
+    char line[4096];
+    int error = 0;
+    FILE *stream = open_state();
+    if (stream == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), stream) != NULL) {
+        const char *found = strstr(line, "init_error=");
+        if (line[0] == '*' && found != NULL)
+            error = atoi(found + strlen("init_error="));
+    }
+    fclose(stream);
+    return error;
+}
+
 static int init(void) {
-    if (FAKE_NVML_INIT_ERROR != 0)
-        return FAKE_NVML_INIT_ERROR;
+    int error = FAKE_NVML_INIT_ERROR != 0 ? FAKE_NVML_INIT_ERROR : runtime_init_error();
+    if (error != 0)
+        return error;
     initialised++;
     return NVML_SUCCESS;
 }
@@ -83,6 +119,8 @@ const char *nvmlErrorString(int result) {
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
     default: return "Unknown Error";
     }
 }
@@ -156,16 +194,19 @@ struct gpu_state {
     long long pcie[2]; /* KB/s, -1: not supported */
     unsigned int pids[FAKE_NVML_MAX_PIDS];
     unsigned int npids;
+    unsigned int remap[4]; /* corrected, uncorrected, pending, failed */
+    unsigned int nvlinks, nvlinks_down, persistence, lost;
 };
 
 /* The line of $FAKE_NVML_STATE for this GPU (an idle GPU when there is none). */
 static void read_state(int index, struct gpu_state *state) {
     char line[4096];
-    const char *path = getenv("FAKE_NVML_STATE");
     FILE *stream;
     memset(state, 0, sizeof(*state));
     state->pcie[0] = state->pcie[1] = -1;
-    if (path == NULL || (stream = fopen(path, "r")) == NULL)
+    state->nvlinks = 12;
+    state->persistence = 1;
+    if ((stream = open_state()) == NULL)
         return;
     while (fgets(line, sizeof(line), stream) != NULL) {
         char *word, *rest = line;
@@ -188,6 +229,22 @@ static void read_state(int index, struct gpu_state *state) {
                 state->pcie[NVML_PCIE_UTIL_TX_BYTES] = strtoll(value, NULL, 10);
             else if (strcmp(word, "pcie_rx") == 0)
                 state->pcie[NVML_PCIE_UTIL_RX_BYTES] = strtoll(value, NULL, 10);
+            else if (strcmp(word, "remap_corrected") == 0)
+                state->remap[0] = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "remap_uncorrected") == 0)
+                state->remap[1] = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "remap_pending") == 0)
+                state->remap[2] = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "remap_failed") == 0)
+                state->remap[3] = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "nvlinks") == 0)
+                state->nvlinks = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "nvlinks_down") == 0)
+                state->nvlinks_down = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "persistence") == 0)
+                state->persistence = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "lost") == 0)
+                state->lost = (unsigned int)strtoul(value, NULL, 10);
             else if (strcmp(word, "pids") == 0) {
                 char *pid = value;
                 while (*pid != '\0' && state->npids < FAKE_NVML_MAX_PIDS) {
@@ -210,10 +267,14 @@ static int device_index(nvmlDevice_t device) {
 }
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
+    struct gpu_state state;
     if (!initialised)
         return NVML_ERROR_UNINITIALIZED;
     if (device == NULL || index >= (unsigned int)FAKE_NVML_GPUS)
         return NVML_ERROR_INVALID_ARGUMENT;
+    read_state((int)index, &state);
+    if (state.lost)
+        return NVML_ERROR_GPU_IS_LOST;
     devices[index].index = (int)index;
     *device = &devices[index];
     return NVML_SUCCESS;
@@ -298,4 +359,97 @@ int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *c
 int nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *count,
                                             nvmlProcessInfo_t *infos) {
     return nvmlDeviceGetComputeRunningProcesses_v3(device, count, infos);
+}
+
+/* What hostcheck's gpu check reads. */
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+    unsigned int pciDeviceId;
+    unsigned int pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+int nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
+    int index = device_index(device);
+    if (index < 0 || pci == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(pci, 0, sizeof(*pci));
+    pci->bus = 0x18 + (unsigned int)index;
+    pci->pciDeviceId = 0x233010de;
+    snprintf(pci->busId, sizeof(pci->busId), "00000000:%02X:00.0", pci->bus);
+    snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "0000:%02X:00.0", pci->bus);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsigned int *mode) {
+    struct gpu_state state;
+    int index = device_index(device);
+    if (index < 0 || mode == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    read_state(index, &state);
+    *mode = state.persistence;
+    return NVML_SUCCESS;
+}
+
+static int link_value(nvmlDevice_t device, unsigned int *value, unsigned int answer) {
+    if (device_index(device) < 0 || value == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *value = answer;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return link_value(d, v, 4); }
+int nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return link_value(d, v, 4); }
+int nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return link_value(d, v, 4); }
+int nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned int *v) { return link_value(d, v, 16); }
+int nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned int *v) { return link_value(d, v, 16); }
+
+int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *reasons) {
+    if (device_index(device) < 0 || reasons == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *reasons = 0x1ULL; /* idle */
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons) {
+    return nvmlDeviceGetCurrentClocksEventReasons(device, reasons);
+}
+
+int nvmlDeviceGetEccMode(nvmlDevice_t device, int *current, int *pending) {
+    (void)current;
+    (void)pending;
+    return device_index(device) < 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED;
+}
+
+int nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrected,
+                              unsigned int *uncorrected, unsigned int *pending,
+                              unsigned int *failed) {
+    struct gpu_state state;
+    int index = device_index(device);
+    if (index < 0 || !corrected || !uncorrected || !pending || !failed)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    read_state(index, &state);
+    *corrected = state.remap[0];
+    *uncorrected = state.remap[1];
+    *pending = state.remap[2];
+    *failed = state.remap[3];
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int *active) {
+    struct gpu_state state;
+    int index = device_index(device);
+    if (index < 0 || active == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    read_state(index, &state);
+    if (state.nvlinks == 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= state.nvlinks)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *active = link < state.nvlinks - state.nvlinks_down;
+    return NVML_SUCCESS;
 }

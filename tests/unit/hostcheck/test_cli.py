@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -269,7 +270,7 @@ def test_record_basis_writes_what_the_measurements_depend_on(tmp_path):
     document = json.loads(report.read_text())
     basis = document["measurement_basis"]
     assert basis["profile"]["checks"]["shm"] == document["profile"]["values"]["checks"]["shm"]
-    assert basis["boot_id"] == open("/proc/sys/kernel/random/boot_id").read().strip()
+    assert basis["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     plain = tmp_path / "plain.json"
     run_cli(*QUICK, "--report", f"json:{plain}")
     assert "measurement_basis" not in json.loads(plain.read_text())

@@ -134,6 +134,7 @@ def test_good_config_shapes():
         ["--profile", "quick"],
         ["--fail-on=warn"],
         ["--reuse-measurements"],
+        ["--record-basis"],
         ["--report", "json:-"],
         ["--report=prom:-"],
         [3],
@@ -145,7 +146,8 @@ def test_bad_extra_args(args):
         check_extra_args(args, RESERVED)
     assert str(caught.value).startswith(
         "hostcheck_extra_args: one argument per item ([--user, trainer]), without --profile or "
-        "--fail-on or --reuse-measurements (use hostcheck_profile, hostcheck_fail_on and "
+        "--fail-on or --reuse-measurements or --record-basis (use hostcheck_profile, "
+        "hostcheck_fail_on and "
         "hostcheck_measure) and without a report to standard output (the role reads that one), "
         "got "
     )
