@@ -225,6 +225,27 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
 
+def test_a_report_to_a_fifo_or_device_writes_into_it_and_leaves_it_as_it_was(tmp_path):
+    """`--report json:/dev/null` once replaced this machine's /dev/null with a regular file:
+    the rename of an atomic write put a file where the device was."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    read = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_text()), daemon=True)
+    reader.start()
+    write_atomic(str(fifo), "through the pipe")
+    reader.join(timeout=10)
+    assert read == ["through the pipe"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
+    write_atomic("/dev/null", "nothing")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
 def test_os_release_parsing():
     parsed = os_release('NAME="Rocky Linux"\nID="rocky"\nVERSION_ID="9.4"\nPRETTY_NAME="Rocky 9"\n')
     assert parsed == {"id": "rocky", "version_id": "9.4", "pretty_name": "Rocky 9"}
