@@ -3,13 +3,18 @@
 next to LBNL NHC running the equivalent checks (benchmarks/nhc-quick.conf) and Python's own
 start-up on the same host, measured alternately in one run (compare the ratios).
 
-    sudo .venv/bin/python benchmarks/healthcheck_time.py --nhc PATH-TO-nhc [--repeat N]
+    sudo .venv/bin/python benchmarks/healthcheck_time.py --nhc PATH-TO-nhc [--repeat N] [--gpus 8]
 
 The host is one Debian 12 sandbox host; hostcheck is installed there from this checkout's wheel
 into a venv, as the hostcheck role installs it (without torch: the checks timed need none).
 Its profile is quick with the checks NHC's configuration has no counterpart for switched off
 (pillow, gpu, storage, dataloader), and it reads a full report's measurements and keeps its
 state as it does under Slurm. The times are taken on the host, so SSH is not in them.
+
+With --gpus N a fourth case runs the same health check with the gpu check on N fake GPUs
+(tests/sandbox/fake_nvml.c loaded by the real pynvml, PCI functions bound over
+/sys/bus/pci/devices, an empty kernel log in /dev/kmsg's format): the GPU fault checks' cost.
+NHC's GPU check needs DCGM, which is not here: the ratio is against its quick checks alone.
 """
 
 from __future__ import annotations
@@ -75,10 +80,52 @@ def must(fleet: Fleet, host, command: str, timeout: float = 600) -> str:
     return done.stdout
 
 
+def add_fake_gpus(fleet: Fleet, host, count: int, cases: dict) -> list[str]:
+    """N fake GPUs on the host, and the health check's argv with the gpu check on."""
+    from importlib.metadata import version
+
+    from tests.integration.cuda_fakes import torch_files
+    from tests.support.fake_libnvml import build_fake_nvml
+
+    library = build_fake_nvml(Path(tempfile.mkdtemp(prefix="nvml-")), gpus=count)
+    ssh_in(fleet, host, "cat > /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 && ldconfig",
+           library.read_bytes())  # fmt: skip
+    site = "/srv/bench/cuda-venv/lib/python3.11/site-packages"
+    files = {
+        **torch_files("2.5.1+cu121", "12.1", 90100),
+        "torch-2.5.1+cu121.dist-info/METADATA": "Name: torch\nVersion: 2.5.1+cu121\n",
+    }
+    for path, text in files.items():
+        ssh_in(
+            fleet, host, f"mkdir -p $(dirname {site}/{path}) && cat > {site}/{path}", text.encode()
+        )
+    addresses = [f"0000:{0x18 + i:02x}:00.0" for i in range(count)]
+    pci = " && ".join(
+        f"mkdir -p /run/fake-sys/pci/{a} && echo 0x10de > /run/fake-sys/pci/{a}/vendor && "
+        f"echo 0x2330 > /run/fake-sys/pci/{a}/device && echo 0x030200 > /run/fake-sys/pci/{a}/class"
+        for a in addresses
+    )
+    must(fleet, host, f"{VENV}/bin/pip install -q nvidia-ml-py=={version('nvidia-ml-py')} && "
+         f"mkdir -p /etc/fake-nvml && : > /etc/fake-nvml/state && : > /srv/bench/kmsg && "
+         f"{pci} && mount --bind /run/fake-sys/pci /sys/bus/pci/devices")  # fmt: skip
+    gpu = SAME_CHECKS.replace(
+        "gpu: {enabled: false}",
+        "gpu: {training_venv: /srv/bench/cuda-venv, kernel_log: /srv/bench/kmsg}, "
+        "memory: {min_ram_per_gpu: 1MiB}",
+    )
+    must(fleet, host, f"cat > /srv/bench/gpu.yaml <<'EOF'\n{gpu}EOF")
+    argv = list(cases["hostcheck healthcheck"])
+    argv[argv.index("/srv/bench/same.yaml")] = "/srv/bench/gpu.yaml"
+    return argv
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nhc", type=Path, required=True, help="nhc of an LBNL NHC checkout")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument(
+        "--gpus", type=int, default=0, help="also time the gpu check on N fake GPUs"
+    )
     args = parser.parse_args()
     if not (args.nhc.is_file() and (args.nhc.parent / "scripts").is_dir()):
         parser.error(f"--nhc {args.nhc}: not an nhc script with a scripts/ folder beside it")
@@ -115,6 +162,8 @@ def main() -> int:
                 "-a", "INCDIR=/srv/bench/nhc/scripts",
             ],
         }  # fmt: skip
+        if args.gpus:
+            cases["healthcheck + gpu check"] = add_fake_gpus(fleet, host, args.gpus, cases)
         must(fleet, host, "mkdir -p /srv/bench/nhc-state")
         ssh_in(fleet, host, "cat > /srv/bench/timer.py", TIMER.encode())
         quoted = json.dumps(json.dumps(cases))
@@ -128,6 +177,12 @@ def main() -> int:
         print(f"{name:24} {median:9.3f} {least:7.3f}  {codes}")
     health = results["hostcheck healthcheck"][0]
     nhc = results["nhc (nhc-quick.conf)"][0]
+    if "healthcheck + gpu check" in results:
+        with_gpus = results["healthcheck + gpu check"][0]
+        print(
+            f"\nwith the gpu check on {args.gpus} fake GPUs: {with_gpus:.3f} s median, "
+            f"{with_gpus / nhc:.2f}x NHC's quick checks, {with_gpus - health:+.3f} s for the GPUs"
+        )
     print(
         f"\nhealth check: {health:.3f} s median "
         f"({'within' if health <= BUDGET_S else 'OVER'} the {BUDGET_S} s goal)\n"
