@@ -323,10 +323,7 @@ def _event_findings(ctx: CheckContext, labels: dict[str, str]) -> tuple[list[Fin
         return [Finding("xid", Status.PASS, 0, "", "no Xid or SXid since boot", where)], data
     findings = []
     for bus, counted in sorted(by_device.items()):
-        rules = []
-        for event in counted:
-            kind = xid.GpuEvent(event["kind"], event["code"], bus, event["fatal"], "")
-            rules.append((kind.rule, event))
+        rules = [(xid.rule_of(e["kind"], e["code"], e["fatal"]), e) for e in counted]
         rules.sort(key=lambda pair: (_ACTION_ORDER[pair[0].action], pair[0].code))
         worst_rule = rules[0][0]
         switch = counted[0]["kind"] == "sxid"
@@ -547,7 +544,9 @@ def _count_finding(count: int, pci: list[PciGpu]) -> Finding:
     )
 
 
-def _no_driver(ctx: CheckContext, reason: str, pci: list[PciGpu], torch: TorchInfo) -> CheckResult:
+def _no_driver(
+    ctx: CheckContext, reason: str, pci: list[PciGpu], torch: TorchInfo, code: int | None = None
+) -> CheckResult:
     data = {"reason": reason, "pci_gpus": [g.to_dict() for g in pci], "torch": torch.to_dict()}
     if not pci and not ctx.require_gpu:
         return CheckResult.skipped(
@@ -558,7 +557,7 @@ def _no_driver(ctx: CheckContext, reason: str, pci: list[PciGpu], torch: TorchIn
         if pci
         else "a GPU is required (--require-gpu or profile require_gpu)"
     )
-    mismatch = "mismatch" in reason.lower()
+    mismatch = code == nvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH
     finding = Finding(
         "driver",
         Status.FAIL,
@@ -588,7 +587,7 @@ def run_with(ctx: CheckContext, nv: Any) -> CheckResult:
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        return _no_driver(ctx, nvml.reason(exc), pci, torch)
+        return _no_driver(ctx, nvml.reason(exc), pci, torch, getattr(exc, "value", None))
     try:
         return _inspect(ctx, nv, pci, torch)
     finally:

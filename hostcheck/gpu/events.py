@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import fcntl
 import json
 import os
 import re
@@ -180,8 +181,6 @@ def read_since_boot(system: System, source: str, state_path: str | None) -> Read
         try:
             real_state.parent.mkdir(parents=True, exist_ok=True)
             lock = open(f"{real_state}.lock", "a")  # noqa: SIM115 - held until the end
-            import fcntl
-
             fcntl.flock(lock, fcntl.LOCK_EX)
         except OSError as exc:
             result.notes.append(f"counts not kept ({exc.strerror or exc}): counted from the log")

@@ -147,6 +147,11 @@ def sxid_rule(code: int, fatal: bool) -> XidRule:
     )
 
 
+def rule_of(kind: str, code: int, fatal: bool) -> XidRule:
+    """The rule of an Xid ("xid") or an SXid ("sxid", fatal as its line says)."""
+    return sxid_rule(code, fatal) if kind == "sxid" else rule(code)
+
+
 @dataclass(frozen=True)
 class GpuEvent:
     kind: str  # "xid" or "sxid"
@@ -157,7 +162,7 @@ class GpuEvent:
 
     @property
     def rule(self) -> XidRule:
-        return sxid_rule(self.code, self.fatal) if self.kind == "sxid" else rule(self.code)
+        return rule_of(self.kind, self.code, self.fatal)
 
 
 _BUS = r"(?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.([0-7]))?"
