@@ -84,30 +84,16 @@ def add_fake_gpus(fleet: Fleet, host, count: int, cases: dict) -> list[str]:
     """N fake GPUs on the host, and the health check's argv with the gpu check on."""
     from importlib.metadata import version
 
-    from tests.integration.cuda_fakes import torch_files
+    from tests.integration.cuda_fakes import cuda_torch_venv, files_tar, pci_gpus_shell
     from tests.support.fake_libnvml import build_fake_nvml
 
     library = build_fake_nvml(Path(tempfile.mkdtemp(prefix="nvml-")), gpus=count)
     ssh_in(fleet, host, "cat > /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 && ldconfig",
            library.read_bytes())  # fmt: skip
-    site = "/srv/bench/cuda-venv/lib/python3.11/site-packages"
-    files = {
-        **torch_files("2.5.1+cu121", "12.1", 90100),
-        "torch-2.5.1+cu121.dist-info/METADATA": "Name: torch\nVersion: 2.5.1+cu121\n",
-    }
-    for path, text in files.items():
-        ssh_in(
-            fleet, host, f"mkdir -p $(dirname {site}/{path}) && cat > {site}/{path}", text.encode()
-        )
-    addresses = [f"0000:{0x18 + i:02x}:00.0" for i in range(count)]
-    pci = " && ".join(
-        f"mkdir -p /run/fake-sys/pci/{a} && echo 0x10de > /run/fake-sys/pci/{a}/vendor && "
-        f"echo 0x2330 > /run/fake-sys/pci/{a}/device && echo 0x030200 > /run/fake-sys/pci/{a}/class"
-        for a in addresses
-    )
+    ssh_in(fleet, host, "tar -x -C /", files_tar(cuda_torch_venv("/srv/bench/cuda-venv")))
     must(fleet, host, f"{VENV}/bin/pip install -q nvidia-ml-py=={version('nvidia-ml-py')} && "
-         f"mkdir -p /etc/fake-nvml && : > /etc/fake-nvml/state && : > /srv/bench/kmsg && "
-         f"{pci} && mount --bind /run/fake-sys/pci /sys/bus/pci/devices")  # fmt: skip
+         "mkdir -p /etc/fake-nvml && : > /etc/fake-nvml/state && : > /srv/bench/kmsg && "
+         + pci_gpus_shell(count))  # fmt: skip
     gpu = SAME_CHECKS.replace(
         "gpu: {enabled: false}",
         "gpu: {training_venv: /srv/bench/cuda-venv, kernel_log: /srv/bench/kmsg}, "

@@ -79,3 +79,45 @@ def gpu_host_tree(root: Path, triplet: str = "x86_64-linux-gnu") -> None:
             f"usr/lib/{triplet}/libcudnn_ops.so.9": "libcudnn_ops.so.9.1.0",
         },
     )
+
+
+def cuda_torch_venv(venv: str) -> dict[str, str]:
+    """A venv holding a CUDA 12.1 build of torch as the gpu check reads it (its files, never
+    imported): absolute path -> text."""
+    files = {
+        **torch_files("2.5.1+cu121", "12.1", 90100),
+        "torch-2.5.1+cu121.dist-info/METADATA": "Name: torch\nVersion: 2.5.1+cu121\n",
+    }
+    return {f"{venv}/lib/python3.11/site-packages/{path}": text for path, text in files.items()}
+
+
+def pci_gpus_shell(count: int) -> str:
+    """Shell that puts `count` NVIDIA GPU functions (0000:18:00.0 on) over the host's
+    /sys/bus/pci/devices, in its own mount namespace, as tests/sandbox/fake_nvml.c numbers
+    them (what tests/integration/playbooks/fake_gpu.yml does for the nvidia_driver role)."""
+    made = []
+    for index in range(count):
+        folder = f"/run/fake-sys/pci/0000:{0x18 + index:02x}:00.0"
+        made.append(
+            f"mkdir -p {folder} && echo 0x10de > {folder}/vendor && "
+            f"echo 0x2330 > {folder}/device && echo 0x030200 > {folder}/class"
+        )
+    return (
+        "rm -rf /run/fake-sys && " + " && ".join(made)
+        + " && mount --bind /run/fake-sys/pci /sys/bus/pci/devices"
+    )  # fmt: skip
+
+
+def files_tar(files: dict[str, str]) -> bytes:
+    """An uncompressed tar of these files (absolute path -> text), for `tar -x -C /`."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path, text in files.items():
+            data = text.encode()
+            member = tarfile.TarInfo(path.lstrip("/"))
+            member.size, member.mode = len(data), 0o644
+            tar.addfile(member, io.BytesIO(data))
+    return buffer.getvalue()

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
-import io
 import json
-import tarfile
 import time
 
 import pytest
 import yaml
 
 from tests.integration.ansible import build_wheel, run_playbook
-from tests.integration.cuda_fakes import torch_files
+from tests.integration.cuda_fakes import cuda_torch_venv, files_tar, pci_gpus_shell
 from tests.integration.slurm_cluster import SlurmCluster, parse_node, start_cluster
 from tests.sandbox.fleet import CHECKOUT
 from tests.support.fake_libnvml import build_fake_nvml, gcc_missing
@@ -300,30 +298,14 @@ def gpus(cluster, converged, tmp_path_factory):
     if missing:
         pytest.skip(missing)
     library = build_fake_nvml(tmp_path_factory.mktemp("nvml"), gpus=2).read_bytes()
-    torch_tree = io.BytesIO()
-    with tarfile.open(fileobj=torch_tree, mode="w") as tar:
-        for path, text in {
-            **torch_files("2.5.1+cu121", "12.1", 90100),
-            "torch-2.5.1+cu121.dist-info/METADATA": "Name: torch\nVersion: 2.5.1+cu121\n",
-        }.items():
-            data = text.encode()
-            member = tarfile.TarInfo(f"{CUDA_VENV}/{SITE}/{path}".lstrip("/"))
-            member.size, member.mode = len(data), 0o644
-            tar.addfile(member, io.BytesIO(data))
-    pci = "; ".join(
-        f"mkdir -p /run/fake-sys/pci/{address} && echo 0x10de > /run/fake-sys/pci/{address}/vendor"
-        f" && echo 0x2330 > /run/fake-sys/pci/{address}/device"
-        f" && echo 0x030200 > /run/fake-sys/pci/{address}/class"
-        for address in ("0000:18:00.0", "0000:19:00.0")
-    )
+    torch_tree = files_tar(cuda_torch_venv(CUDA_VENV))
     for host in cluster.hosts:
         cluster.ssh_bytes(host, f"cat > {LIBNVML} && ldconfig", library)
-        cluster.ssh_bytes(host, "tar -x -C /", torch_tree.getvalue())
+        cluster.ssh_bytes(host, "tar -x -C /", torch_tree)
     pynvml = f"nvidia-ml-py=={importlib.metadata.version('nvidia-ml-py')}"  # the [node] extra's
     cluster.on_all(
         f"set -e; /opt/venvs/train/bin/pip install -q {pynvml}; "
-        f"mkdir -p $(dirname {NVML_STATE}) && : > {NVML_STATE} && : > {KMSG}; "
-        f"rm -rf /run/fake-sys && {pci} && mount --bind /run/fake-sys/pci /sys/bus/pci/devices"
+        f"mkdir -p $(dirname {NVML_STATE}) && : > {NVML_STATE} && : > {KMSG}; " + pci_gpus_shell(2)
     )
     began = time.time()
     for host in cluster.hosts:  # a run that sees the GPUs, healthy
@@ -333,7 +315,6 @@ def gpus(cluster, converged, tmp_path_factory):
     cluster.on_all(f"umount /sys/bus/pci/devices; rm -f {LIBNVML} && ldconfig")
 
 
-SITE = "lib/python3.11/site-packages"
 LIBNVML = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
 
 
