@@ -39,6 +39,7 @@ class Finding:
     display: str = ""
     source: str = ""
     remedy: str = ""
+    unit: str = ""  # of measured, one of hostcheck.units.FINDING_UNITS ("" for a count or text)
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -50,6 +50,26 @@ def format_rate(bytes_per_second: float) -> str:
     return f"{bytes_per_second / 1e6:.0f} MB/s"
 
 
+def format_ratio(fraction: float) -> str:
+    return f"{100 * fraction:.1f}%"
+
+
+# A finding's unit (Finding.unit) and how its number is shown. Prometheus carries the unit
+# (hostcheck_finding_value{unit}), so `hostcheck fleet --prometheus` shows 64.0 MiB as a report
+# does, not 67108864.
+FINDING_UNITS = {"bytes": format_size, "ratio": format_ratio, "bytes_per_second": format_rate}
+
+
+def format_in(value: object, unit: str) -> str:
+    """A finding's measured value as people read it: in its unit when it has one."""
+    shown = FINDING_UNITS.get(unit)
+    if shown is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if math.isnan(value) or (math.isinf(value) and unit != "bytes"):
+        return str(value)
+    return shown(value)
+
+
 def parse_limit(value: object) -> float:
     """A resource limit: a non-negative integer or unlimited/infinity/-1 (as RLIM_INFINITY)."""
     if isinstance(value, bool):

@@ -369,6 +369,7 @@ def run_memory(ctx: CheckContext) -> CheckResult:
             format_size(ram),
             "/proc/meminfo MemTotal",
             "a host sizing issue; no role variable adds RAM: use a larger host",
+            unit="bytes",
         )
     ]
     per_gpu_min = cfg["min_ram_per_gpu"]
@@ -385,6 +386,7 @@ def run_memory(ctx: CheckContext) -> CheckResult:
                 "/proc/meminfo MemTotal and /sys/bus/pci/devices/*/{vendor,class}",
                 "a host sizing issue; no role variable adds RAM: fewer GPUs per host, "
                 "or fewer DataLoader workers per rank",
+                unit="bytes",
             )
         )
     else:
@@ -412,6 +414,7 @@ def run_memory(ctx: CheckContext) -> CheckResult:
             f"{format_size(swap_total)} ({devices})",
             "/proc/meminfo SwapTotal, /proc/swaps",
             swap_fix,
+            unit="bytes",
         )
     )
     max_used = cfg["max_swap_used"]
@@ -425,6 +428,7 @@ def run_memory(ctx: CheckContext) -> CheckResult:
             format_size(swap_used),
             "/proc/meminfo SwapTotal - SwapFree",
             "memory pressure pushed pages to swap: find what uses the RAM, or " + swap_fix,
+            unit="bytes",
         )
     )
     findings.append(

@@ -18,6 +18,7 @@ from hostcheck.loop import settings as loop_settings
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.pci import nvidia_gpus
 from hostcheck.system import System
+from hostcheck.units import format_ratio
 
 SCHEMA = loop_settings.SCHEMA
 SWEEP_HINT = "hostcheck loop --sweep finds the smallest num_workers that feeds the step"
@@ -37,10 +38,6 @@ def host_workers(system: System, section: dict) -> tuple[int, int, int]:
     cores = worker_cores(read_topology(system).core_of)
     ranks = ranks_per_node(section.get("ranks"), len(nvidia_gpus(system)))
     return cores, ranks, workers_per_rank(cores, ranks, 1)
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}%"
 
 
 def _wait_remedy(result: Any, settings: loop_settings.LoopSettings) -> str:
@@ -93,11 +90,12 @@ def loop_findings(result: Any, settings: loop_settings.LoopSettings, cfg: dict) 
             "data-wait",
             Status.PASS if result.data_wait_fraction <= limit else Status.FAIL,
             round(result.data_wait_fraction, 4),
-            f"<= {_pct(limit)} of step time",
-            f"{_pct(result.data_wait_fraction)} of step time "
+            f"<= {format_ratio(limit)} of step time",
+            f"{format_ratio(result.data_wait_fraction)} of step time "
             f"({1000 * result.data_wait_s:.1f} ms of {1000 * result.step_s:.1f} ms)",
             f"{result.batches} steps after {result.warmup_batches} warm-up, perf_counter",
             _wait_remedy(result, settings),
+            unit="ratio",
         ),
         Finding(
             "throughput",
@@ -152,6 +150,7 @@ def loop_findings(result: Any, settings: loop_settings.LoopSettings, cfg: dict) 
             shm_shown,
             "statvfs(/dev/shm) sampled every 5 ms",
             "set shm_size (role shm) and run: ansible-playbook site.yml --tags shm",
+            unit="bytes",
         )
     )
     if result.startup_s:
@@ -224,8 +223,9 @@ def bandwidth_findings(bandwidth: Any, overlap: float | None, cfg: dict) -> list
 
 def summary(result: Any, settings: loop_settings.LoopSettings, bandwidth: Any) -> str:
     text = (
-        f"{result.samples_per_s:.0f} samples/s, data-wait {_pct(result.data_wait_fraction)} "
-        f"of step time; {settings.label()} persistent_workers="
+        f"{result.samples_per_s:.0f} samples/s, "
+        f"data-wait {format_ratio(result.data_wait_fraction)} of step time; "
+        f"{settings.label()} persistent_workers="
         f"{settings.persistent_workers} on {result.device.split(' ')[0]}"
     )
     if bandwidth is not None:

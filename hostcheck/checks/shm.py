@@ -78,6 +78,7 @@ def run(ctx: CheckContext) -> CheckResult:
             min_size,
             display=format_size(size),
             source="statvfs(/dev/shm)",
+            unit="bytes",
             remedy=f"{FIX} (at least {format_size(min_size)})",
         ),
         Finding(
@@ -87,6 +88,7 @@ def run(ctx: CheckContext) -> CheckResult:
             min_free,
             display=format_size(free),
             source="statvfs(/dev/shm)",
+            unit="bytes",
             remedy="find what fills /dev/shm (stale DataLoader segments: torch_*), or " + FIX,
         ),
     ]

@@ -197,6 +197,7 @@ def free_finding(cfg: dict, stat, path: str, mount: Mount) -> Finding:
         "no threshold" if minimum is None else f">= {format_size(minimum)}",
         display=f"{format_size(free)} of {format_size(stat.f_blocks * stat.f_frsize)}",
         source=f"statvfs({path})",
+        unit="bytes",
         remedy=f"free space on {mount.mount_point}, or give the dataset a bigger volume: "
         f"set dataset_staging_devices (role dataset_staging) and run: {RUN}",
     )
@@ -263,7 +264,11 @@ def read_finding(
     remedy = FIX_LOCAL
     if result.error_count and status == Status.WARN:
         remedy = f"make every dataset file readable by the training user (then: {RUN})"
-    return Finding("read throughput", status, round(rate), expected, display, source, remedy), data
+    finding = Finding(
+        "read throughput", status, round(rate), expected, display, source, remedy,
+        unit="bytes_per_second",
+    )  # fmt: skip
+    return finding, data
 
 
 def _dataset_path(ctx: CheckContext) -> str | None:

@@ -101,6 +101,7 @@ def limit_findings(
                     f">= {show(item, minimum)}" if minimum is not None else "no minimum set",
                     display=show(item, value),
                     source=source,
+                    unit="bytes" if item == "memlock" else "",
                 )
             )
     failing = [f for f in findings if f.status == Status.FAIL]

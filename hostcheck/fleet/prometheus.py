@@ -23,6 +23,7 @@ from typing import Any
 from hostcheck.fleet.entry import HostEntry
 from hostcheck.fleet.extract import comparable, dataloader_of
 from hostcheck.report.writers import HOST_FACTS
+from hostcheck.units import format_in
 
 TIMEOUTS = (socket.timeout, TimeoutError)  # one class from Python 3.10 on
 DURATION = re.compile(r"^(\d+)(ms|s|m|h|d|w|y)$")
@@ -202,7 +203,10 @@ def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[
         entry = entries.get(_target(sample))
         if entry is not None:
             labels = sample["metric"]
-            entry.values[f"{labels['check']}.{labels['finding']}"] = _number(sample["value"][1])
+            key = f"{labels['check']}.{labels['finding']}"
+            entry.values[key] = _number(sample["value"][1])
+            if labels.get("unit"):  # shown in its unit, as the report's display shows it
+                entry.displays[key] = format_in(entry.values[key], labels["unit"])
     for sample in answers["hostcheck_finding_info"]():
         entry = entries.get(_target(sample))
         if entry is not None:
@@ -216,7 +220,7 @@ def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[
         for check, findings in by_check.items():
             # the words of the report are not in Prometheus: each failing finding and its value
             shown = [
-                f"{name} {entry.values[f'{check}.{name}']}"
+                f"{name} {_shown(entry, f'{check}.{name}')}"
                 if f"{check}.{name}" in entry.values
                 else name
                 for name in findings
@@ -232,6 +236,10 @@ def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[
         entry.checks = dict(sorted(entry.checks.items(), key=lambda item: order(item[0])))
         entry.problems = {c: entry.problems[c] for c in entry.checks if c in entry.problems}
     return _named(entries, names) + _absent(answers["up"](), set(entries))
+
+
+def _shown(entry: HostEntry, key: str) -> str:
+    return entry.displays.get(key) or str(entry.values[key])
 
 
 def _check_order():

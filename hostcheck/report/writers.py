@@ -206,7 +206,8 @@ def render_prom(document: dict) -> str:
             f"hostcheck_run_interval_seconds {prom_value(float(interval))}",
         ]
     lines += [
-        "# HELP hostcheck_finding_value Numeric value a check measured.",
+        "# HELP hostcheck_finding_value Numeric value a check measured (unit: bytes, ratio or "
+        "bytes_per_second where it has one).",
         "# TYPE hostcheck_finding_value gauge",
     ]
     for check in document["checks"]:
@@ -214,9 +215,12 @@ def render_prom(document: dict) -> str:
             number = _number(finding["measured"])
             if number is None or math.isnan(number):
                 continue
+            unit = finding.get("unit")
             lines.append(
                 f'hostcheck_finding_value{{check="{prom_label(check["id"])}",'
-                f'finding="{prom_label(finding["name"])}"}} {prom_value(number)}'
+                f'finding="{prom_label(finding["name"])}"'
+                + (f',unit="{prom_label(unit)}"' if unit else "")
+                + f"}} {prom_value(number)}"
             )
     return "\n".join(lines) + "\n"
 

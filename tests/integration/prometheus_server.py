@@ -5,10 +5,12 @@ rules loaded; read through its HTTP API."""
 from __future__ import annotations
 
 import datetime
+import http.server
 import json
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -121,6 +123,33 @@ class Prometheus:
                 raise AssertionError(f"not {what} after {timeout:.0f} s")
             time.sleep(0.5)
         return time.monotonic() - start
+
+
+class TextfileTarget:
+    """A scrape target on this machine serving what read() returns at each scrape: a sandbox
+    host's textfile as it is on the host now, where node_exporter is not installed (its
+    textfile collector is tested with the real node_exporter in test_monitoring.py)."""
+
+    def __init__(self, read: Callable[[], str]) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = read().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def last_evaluation(group: dict) -> float:

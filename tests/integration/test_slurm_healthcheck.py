@@ -6,7 +6,8 @@ resumed; a measured failure drains only when it repeats; a stopped controller co
 no more than its budget. GPU faults on fake GPUs (tests/sandbox/fake_nvml.c, the real pynvml
 loading it; PCI functions bound over /sys/bus/pci/devices): a pending row remap, an Xid 79 in
 the node's kernel log, an NVML that cannot start beside GPUs on the bus each drain the node
-with a reason naming the GPU, and the drain cap leaves a second failing node schedulable.
+with a reason naming the GPU, and the drain cap leaves a second failing node schedulable, on
+which a real Prometheus with the shipped rules fires HostcheckDrainCapped.
 
 The kernel log here is a file in /dev/kmsg's format per host (gpu.kernel_log): the hosts share
 this machine's kernel, so a line in its ring buffer would reach all of them. What differs from
@@ -19,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib.metadata
 import json
+import re
 import time
 
 import pytest
@@ -26,6 +28,7 @@ import yaml
 
 from tests.integration.ansible import build_wheel, run_playbook
 from tests.integration.cuda_fakes import cuda_torch_venv, files_tar, pci_gpus_shell
+from tests.integration.prometheus_server import Prometheus, TextfileTarget
 from tests.integration.slurm_cluster import SlurmCluster, parse_node, start_cluster
 from tests.sandbox.fleet import CHECKOUT
 from tests.support.fake_libnvml import build_fake_nvml, gcc_missing
@@ -45,6 +48,8 @@ COVERS = (
     "hostcheck/gpu/*",
     "tests/sandbox/fake_nvml.c",
     "tests/support/fake_libnvml.py",
+    "monitoring/prometheus/*",
+    "tests/integration/prometheus_server.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -59,6 +64,7 @@ BUDGET = 15  # the health check's own time limit, seconds
 KMSG = "/var/lib/fake-kmsg"  # each host's kernel log (gpu.kernel_log), /dev/kmsg's format
 NVML_STATE = "/etc/fake-nvml/state"  # what the fake libnvidia-ml.so.1 answers (fake_nvml.c)
 CUDA_VENV = "/opt/fake-cuda-venv"  # a CUDA build of torch as the gpu check reads it (files)
+RULES = CHECKOUT / "monitoring" / "prometheus" / "hostcheck-rules.yml"
 TEXTFILE = "/var/lib/node_exporter/textfile_collector/hostcheck-healthcheck.prom"
 GPU_EVENTS = "/var/lib/hostcheck/gpu-events.json"
 CAP = 34  # percent: one of the three nodes
@@ -347,6 +353,34 @@ def gpus(cluster, converged, tmp_path_factory):
 LIBNVML = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
 
 
+def drain_capped_alerts(cluster: SlurmCluster, folder) -> dict[str, dict]:
+    """HostcheckDrainCapped as a real Prometheus with the shipped rules (`for:` cut to 0 s)
+    raises it, scraping node2's and node3's health-check textfiles as they are now; by node."""
+    rules = folder / "hostcheck-rules.yml"
+    rules.write_text(re.sub(r"for: \d+m", "for: 0s", RULES.read_text()))
+    targets = {
+        name: TextfileTarget(lambda name=name: cluster.run(f"cat {TEXTFILE}", name).stdout)
+        for name in ("node2", "node3")
+    }
+    by_address = {target.address: name for name, target in targets.items()}
+    prometheus = Prometheus(folder, list(by_address), [rules]).start()
+    try:
+        prometheus.wait(
+            lambda: len(prometheus.query("hostcheck_healthcheck_drain_capped")) == 2,
+            "both textfiles scraped",
+            60,
+        )
+        prometheus.wait_for_evaluations()
+        return {
+            by_address[alert["labels"]["instance"]]: alert
+            for alert in prometheus.alerts("HostcheckDrainCapped")
+        }
+    finally:
+        prometheus.stop()
+        for target in targets.values():
+            target.close()
+
+
 def set_nvml(cluster: SlurmCluster, name: str, text: str) -> None:
     """The fake NVML's answers on this node from now on (the file is replaced whole)."""
     command = f"cat > {NVML_STATE}.new && mv {NVML_STATE}.new {NVML_STATE}"
@@ -411,7 +445,7 @@ def test_nvml_that_cannot_start_beside_gpus_on_the_bus_drains(gpus):
     healthy_again(gpus, "node1")
 
 
-def test_the_cap_drains_one_of_two_failing_nodes_and_says_so_for_the_other(gpus):
+def test_the_cap_drains_one_of_two_failing_nodes_and_says_so_for_the_other(gpus, tmp_path):
     set_nvml(gpus, "node2", "1 nvlinks_down=3\n")
     try:
         gpus.wait_for("node2", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
@@ -428,6 +462,10 @@ def test_the_cap_drains_one_of_two_failing_nodes_and_says_so_for_the_other(gpus)
         served = gpus.run(f"cat {TEXTFILE}", "node3").stdout
         assert "hostcheck_healthcheck_drain_capped 1\n" in served, served
         assert 'hostcheck_healthcheck_verdict{state="unhealthy"} 1\n' in served
+        firing = drain_capped_alerts(gpus, tmp_path)
+        assert list(firing) == ["node3"], firing
+        assert firing["node3"]["state"] == "firing"
+        assert firing["node3"]["labels"]["severity"] == "critical"
     finally:
         set_nvml(gpus, "node2", "")
         set_nvml(gpus, "node3", "")

@@ -1,4 +1,6 @@
+import json
 import math
+from pathlib import Path
 
 import pytest
 from hostcheck._shared.sizes import format_size, parse_size, tmpfs_size_option
@@ -126,3 +128,19 @@ def test_a_threshold_percentage_may_have_a_fraction_a_tmpfs_size_not():
         units.parse_size_spec("0.0%")
     with pytest.raises(ValueError, match=r"^a percentage of RAM is a number followed by %"):
         units.parse_size_spec("-3%")
+
+
+def test_a_finding_is_shown_in_its_unit_and_as_it_is_without_one():
+    from hostcheck.units import FINDING_UNITS, format_in
+
+    assert format_in(64 * 1024 * 1024, "bytes") == "64.0 MiB"
+    assert format_in(math.inf, "bytes") == "unlimited"
+    assert format_in(0.1234, "ratio") == "12.3%"
+    assert format_in(2.5e9, "bytes_per_second") == "2500 MB/s"
+    assert format_in(20000, "") == "20000"
+    assert format_in(True, "bytes") == "True"
+    assert format_in("always", "bytes") == "always"
+    assert format_in(math.nan, "ratio") == "nan"
+    assert set(FINDING_UNITS) == {"bytes", "ratio", "bytes_per_second"}
+    schema = json.loads((Path(units.__file__).parent / "report" / "report-v1.json").read_text())
+    assert schema["$defs"]["finding"]["properties"]["unit"]["enum"] == ["", *FINDING_UNITS]

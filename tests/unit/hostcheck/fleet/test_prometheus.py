@@ -130,7 +130,9 @@ def test_the_same_hosts_verdict_and_outliers_as_the_report_files(audit):
     assert (code, code_p) == (1, 1), err + err_p
     assert comparable_hosts(served) == comparable_hosts(files)
     assert served["hosts"][1]["values"]["shm.size"] == 1 << 26
-    assert served["hosts"][1]["problems"]["shm"] == f"size {1 << 26}"
+    # a failing finding in its unit (hostcheck_finding_value{unit="bytes"}), as the report shows it
+    assert served["hosts"][1]["problems"]["shm"] == "size 64.0 MiB"
+    assert files["hosts"][1]["problems"]["shm"].startswith("size 64.0 MiB")
     assert [h["verdict"] for h in served["hosts"]][-2:] == ["no-report", "unreachable"]
     assert (served["verdicts"], served["exit_code"]) == (files["verdicts"], files["exit_code"])
     assert served["checks"] == files["checks"]

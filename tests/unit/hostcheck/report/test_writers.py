@@ -107,6 +107,12 @@ def test_prometheus_textfile_parses_with_the_reference_parser(document):
     }
     assert values[("shm", "size")] == 64 * MiB
     assert values[("ulimits", "memlock.soft")] == math.inf
+    units = {
+        (s.labels["check"], s.labels["finding"]): s.labels.get("unit")
+        for s in families["hostcheck_finding_value"].samples
+    }
+    assert units[("shm", "size")] == units[("shm", "free")] == "bytes"
+    assert units[("ulimits", "memlock.soft")] is None  # made here without a unit
     assert families["hostcheck_exit_code"].samples[0].value == 1
     assert families["hostcheck_last_run_timestamp_seconds"].samples[0].value == 1_700_000_000
 
