@@ -7,12 +7,14 @@ quick profile runs it too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hostcheck import config as c
-from hostcheck import dataloader
 from hostcheck.checks.base import CheckContext, CheckSpec
-from hostcheck.dataloader.freshness import ROLE_VARIABLE
-from hostcheck.dataloader.training import resolve
 from hostcheck.model import CheckResult, Finding, Status
+
+if TYPE_CHECKING:
+    from hostcheck import dataloader
 
 SCHEMA = c.obj(
     {
@@ -45,6 +47,11 @@ def _data(path: str, state: str, found: dataloader.SettingsFile | None = None) -
 
 
 def run(ctx: CheckContext) -> CheckResult:
+    # here, not at the top: a run with this check off does not import the settings schema
+    from hostcheck import dataloader
+    from hostcheck.dataloader.freshness import ROLE_VARIABLE
+    from hostcheck.dataloader.training import resolve
+
     cfg = ctx.config
     path, named = resolve(cfg["path"], ctx.system.env)
     max_age_days = cfg["max_age_days"]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from hostcheck import config as c
 from hostcheck import units
 from hostcheck._shared.sizes import format_size, parse_size
-from hostcheck.blockdev import Resolution, host_realpath, resolve_devnum, resolve_name
 from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.mounts import Mount, mount_for, read_mounts
-from hostcheck.readspeed import ReadResult, read_files, sample_files
+
+if TYPE_CHECKING:
+    from hostcheck.blockdev import Resolution
+    from hostcheck.readspeed import ReadResult
 
 ID = "storage"
 MOUNTINFO = "/proc/self/mountinfo"
@@ -95,6 +98,9 @@ def atime_mode(options: tuple[str, ...] | list[str]) -> str:
 
 
 def resolve_mount(ctx: CheckContext, mount: Mount) -> Resolution:
+    # here, not at the top: a run with the storage check off does not import them
+    from hostcheck.blockdev import host_realpath, resolve_devnum, resolve_name
+
     if mount.major != 0:
         return resolve_devnum(ctx.system, mount.major, mount.minor)
     device = os.path.basename(host_realpath(ctx.system, mount.source))
@@ -217,6 +223,8 @@ def _cache_note(result: ReadResult, mount: Mount, kind: str) -> str:
 def read_finding(
     cfg: dict, ctx: CheckContext, path: str, mount: Mount, kind: str
 ) -> tuple[Finding, dict]:
+    from hostcheck.readspeed import read_files, sample_files
+
     test = cfg["read_test"]
     sample = sample_files(ctx.system.path(path), test["max_files"], test["scan_limit"])
     data: dict = {
@@ -285,6 +293,8 @@ def run(ctx: CheckContext) -> CheckResult:
         return CheckResult.skipped(
             ID, "no dataset path: pass --dataset-path or set storage.dataset_path in the profile"
         )
+    from hostcheck.blockdev import host_realpath
+
     path = host_realpath(ctx.system, given)
     data: dict = {"dataset_path": given, "resolved_path": path}
     if not ctx.system.exists(path):

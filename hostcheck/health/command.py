@@ -8,7 +8,6 @@ import contextlib
 import datetime as dt
 import os
 import shutil
-import socket
 import sys
 import threading
 import time
@@ -163,7 +162,8 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
         raise usage_error("--dry-run needs --slurm")
     if not 0 <= args.max_drained <= 100:
         raise usage_error("--max-drained must be a percent from 0 to 100")
-    node = args.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    # os.uname, not socket.gethostname: the same name, without importing socket (2 ms a run)
+    node = args.node or os.environ.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0]
     scontrol_program = args.scontrol or shutil.which("scontrol") or "/usr/bin/scontrol"
     prefix = f"hostcheck healthcheck {node}: "
     options = RunOptions(
