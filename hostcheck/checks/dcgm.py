@@ -376,8 +376,9 @@ def _verdict(
             continue
         text = "; ".join(outcome.messages) or f"DCGM says {outcome.status.value}, without a message"
         remedy = outcome.remedy or f"see {shown_command} on the host"
-        if isolate and outcome.status == Status.FAIL:
-            text += f" ({ISOLATE})"
+        # exit 205 names no test: it goes to the failures no role variable fixes
+        if isolate and outcome.status == Status.FAIL and remedy.startswith((HARDWARE, "see ")):
+            text += f"; {ISOLATE}"
             remedy = ISOLATE_FIX
         findings.append(
             Finding(
@@ -391,7 +392,20 @@ def _verdict(
             )
         )
     failed = any(f.status == Status.FAIL for f in findings)
-    if not failed and code in (EXIT_TEST_FAILED, EXIT_ISOLATE):
+    isolated = any(f.remedy == ISOLATE_FIX for f in findings)
+    if isolate and failed and not isolated:
+        findings.append(
+            Finding(
+                "diag",
+                Status.FAIL,
+                {"status": "fail", "exit_code": code},
+                "pass",
+                f"{ISOLATE}, without saying which failure asks for it",
+                source,
+                ISOLATE_FIX,
+            )
+        )
+    elif not failed and code in (EXIT_TEST_FAILED, EXIT_ISOLATE):
         what = ISOLATE if isolate else "a test failed (dcgmi exit 226)"
         findings.append(
             Finding(

@@ -170,11 +170,28 @@ def test_exit_205_says_the_gpu_must_be_isolated_and_replaced(fake_host):
     result = run(fake_host, output("339_fail.json"), rc=dcgm.EXIT_ISOLATE)
     assert result.status == Status.FAIL
     remap = finding(result, "gpu0 row remap")
-    assert remap.display.endswith("(DCGM asks for the GPU to be isolated (dcgmi exit 205))")
+    assert remap.display.endswith("; DCGM asks for the GPU to be isolated (dcgmi exit 205)")
     assert remap.remedy == (
         "not fixable by a role variable: drain the node and replace the GPU (open a hardware "
         "ticket with the bus id and the serial number)"
     )
+    # a failure a role variable fixes is not what asks for the isolation
+    persistence = finding(result, "gpu1 persistence mode")
+    assert "isolated" not in persistence.display
+    assert persistence.remedy == gpu.PERSISTENCE_FIX
+    assert names(result) == ["gpu1 persistence mode", "gpu0 row remap"]
+
+
+def test_exit_205_with_only_role_fixable_failures_adds_the_isolation_apart(fake_host):
+    result = run(fake_host, output("4x_fail_persistence.json"), rc=dcgm.EXIT_ISOLATE)
+    assert names(result) == ["gpu1 persistence mode", "diag"]
+    isolated = finding(result, "diag")
+    assert isolated.status == Status.FAIL
+    assert isolated.display == (
+        "DCGM asks for the GPU to be isolated (dcgmi exit 205), without saying which failure "
+        "asks for it"
+    )
+    assert isolated.remedy == dcgm.ISOLATE_FIX
 
 
 def test_exit_205_or_226_without_a_failing_result_still_fails(fake_host):
