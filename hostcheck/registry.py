@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from hostcheck.checks import cpu, dataloader, gpu, loop, pillow, shm, storage, sysctl, ulimits
+from hostcheck.checks import (
+    cpu,
+    dataloader,
+    dcgm,
+    gpu,
+    loop,
+    pillow,
+    shm,
+    storage,
+    sysctl,
+    ulimits,
+)
 from hostcheck.checks.base import CheckContext, CheckSpec, RunOptions
 
 CHECKS: dict[str, CheckSpec] = {
@@ -16,6 +27,7 @@ CHECKS: dict[str, CheckSpec] = {
         cpu.MEMORY_SPEC,
         sysctl.SPEC,
         gpu.SPEC,
+        dcgm.SPEC,
         loop.SPEC,
         dataloader.SPEC,
     )

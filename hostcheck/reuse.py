@@ -1,13 +1,13 @@
 """Measurements carried over from an earlier report of this host when nothing they depend on
 changed: `hostcheck run --reuse-measurements REPORT`.
 
-The measurements (the training loop, the Pillow benchmarks, the storage read test) take
-seconds; everything else takes milliseconds. So the run first checks the settings with the
-measurements left out, and compares what it saw with the basis the earlier report recorded:
-every check's status, every finding the fleet compares (with the fleet's drift tolerances),
-the facts (hostcheck, torch, driver, Pillow flavour ...), the profile, the options and the
-boot. Unchanged: the earlier results of the measuring checks stand, each saying when it was
-measured. Changed, absent or failed before: they are measured again.
+The measurements (the training loop, the Pillow benchmarks, the storage read test, DCGM's
+diagnostic) take seconds; everything else takes milliseconds. So the run first checks the
+settings with the measurements left out, and compares what it saw with the basis the earlier
+report recorded: every check's status, every finding the fleet compares (with the fleet's drift
+tolerances), the facts (hostcheck, torch, driver, Pillow flavour ...), the profile, the options
+and the boot. Unchanged: the earlier results of the measuring checks stand, each saying when it
+was measured. Changed, absent or failed before: they are measured again.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from hostcheck.system import System
 # check id -> the part of its profile section that leaves its measurement out
 MEASURING = {
     "loop": {"enabled": False},
+    "dcgm": {"enabled": False},
     "pillow": {"benchmark_seconds": 0},
     "storage": {"read_test": {"enabled": False}},
 }

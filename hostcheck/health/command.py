@@ -26,12 +26,12 @@ def add_parser(commands: argparse._SubParsersAction, profile_options, host_optio
         "healthcheck",
         help="fast verdict for Slurm's HealthCheckProgram or node-problem-detector",
         description="Check the settings now and take the slow measurements (loop, read test, "
-        "Pillow benchmark) from the last full report while the host state they were measured "
-        "on holds; a measured check drains only when it failed on --consecutive measurements "
-        "in a row. With --slurm, drain this node with a reason starting 'hostcheck:' when it "
-        "is unhealthy and resume it when healthy, only if hostcheck drained it. Prints one "
-        "line. Exit 0 healthy, 1 unhealthy, 2 unknown (a check could not assess, bad usage, "
-        "or the time budget ran out).",
+        "Pillow benchmark, DCGM diagnostic) from the last full report while the host state "
+        "they were measured on holds; a measured check drains only when it failed on "
+        "--consecutive measurements in a row. With --slurm, drain this node with a reason "
+        "starting 'hostcheck:' when it is unhealthy and resume it when healthy, only if "
+        "hostcheck drained it. Prints one line. Exit 0 healthy, 1 unhealthy, 2 unknown (a "
+        "check could not assess, bad usage, or the time budget ran out).",
     )
     profile_options(health)
     host_options(health)

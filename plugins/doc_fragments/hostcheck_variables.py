@@ -49,9 +49,10 @@ options:
     type: bool
     default: true
   hostcheck_measure:
-    description: 'When hostcheck runs, with the loop, the Pillow benchmarks and the storage
-      read test: changed, when the role changed something, the last report did not pass or
-      the host state it was made for changed (else its results stand); always, on every converge.'
+    description: 'When hostcheck runs, with the loop, the Pillow benchmarks, the storage read
+      test and DCGM''s diagnostic: changed, when the role changed something, the last report
+      did not pass or the host state it was made for changed (else its results stand); always,
+      on every converge.'
     type: str
     default: changed
     choices:

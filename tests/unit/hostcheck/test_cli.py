@@ -244,7 +244,7 @@ def test_reuse_measurements_keeps_the_real_loop_until_the_profile_changes(tmp_pa
     assert first.returncode in (0, 1), first.stderr
     measured = json.loads(report.read_text())
     jsonschema.validate(measured, SCHEMA)
-    assert f"measured: storage, pillow, loop (no earlier report at {report})" in first.stdout
+    assert f"measured: storage, pillow, dcgm, loop (no earlier report at {report})" in first.stdout
 
     second = run_cli(*args, *shape, cwd=tmp_path, env=wide)
     kept = json.loads(report.read_text())

@@ -73,7 +73,7 @@ def run_cli(*args, **kwargs):
 
 def test_loop_runs_after_gpu_and_quick_skips_it():
     ids = list(CHECKS)
-    assert ids.index("loop") == ids.index("gpu") + 1
+    assert ids.index("loop") == ids.index("gpu") + 2  # after gpu and dcgm
     assert load_profile("quick", profile_schema()).enabled("loop") is False
     assert load_profile("default", profile_schema()).enabled("loop") is True
     gpu_node = load_profile("gpu-node", profile_schema()).section("loop")

@@ -118,7 +118,7 @@ def test_bad_config_shapes(config):
     assert str(caught.value).startswith(
         "hostcheck_config: a mapping with keys among description, extends, require_gpu, checks, "
         "its checks a mapping of check ids (shm, ulimits, storage, pillow, cpu, memory, sysctl, "
-        "gpu, loop) to mappings of thresholds, got "
+        "gpu, dcgm, loop) to mappings of thresholds, got "
     )
 
 
