@@ -1,13 +1,14 @@
-"""hostcheck as Slurm's HealthCheckProgram on a real cluster (Debian's Slurm 22.05, MUNGE):
-the slurm_healthcheck role installs it and sets slurm.conf; then every scenario is read from
-Slurm itself (scontrol show node, srun), not from hostcheck's output. A broken /dev/shm drains
-the node within one HealthCheckInterval and its repair resumes it; an admin's drain is never
-resumed; a measured failure drains only when it repeats; a stopped controller costs the run
-no more than its budget. GPU faults on fake GPUs (tests/sandbox/fake_nvml.c, the real pynvml
+"""hostcheck as Slurm's HealthCheckProgram on a real cluster (Debian's Slurm 22.05, MUNGE): the
+slurm_healthcheck role installs it and sets slurm.conf; then every scenario is read from Slurm
+itself (scontrol show node, srun), not from hostcheck's output. A broken /dev/shm drains the
+node within one HealthCheckInterval and its repair resumes it; an admin's drain is never
+resumed; a measured failure drains only when it repeats; a stopped controller costs the run no
+more than its budget. GPU faults on fake GPUs (tests/sandbox/fake_nvml.c, the real pynvml
 loading it; PCI functions bound over /sys/bus/pci/devices): a pending row remap, an Xid 79 in
 the node's kernel log, an NVML that cannot start beside GPUs on the bus each drain the node
-with a reason naming the GPU, and the drain cap leaves a second failing node schedulable, on
-which a real Prometheus with the shipped rules fires HostcheckDrainCapped.
+with a reason naming the GPU; NVLinks down just after boot only warn, and the drain cap leaves
+a second failing node schedulable, on which a real Prometheus with the shipped rules fires
+HostcheckDrainCapped.
 
 The kernel log here is a file in /dev/kmsg's format per host (gpu.kernel_log): the hosts share
 this machine's kernel, so a line in its ring buffer would reach all of them. What differs from
@@ -442,6 +443,34 @@ def test_nvml_that_cannot_start_beside_gpus_on_the_bus_drains(gpus):
         )
     finally:
         set_nvml(gpus, "node1", "")
+    healthy_again(gpus, "node1")
+
+
+def test_links_down_within_the_boot_grace_warn_and_do_not_drain(gpus):
+    # The hosts share this machine's uptime (hours): a grace longer than that makes the node
+    # one that has just booted, whose NVLinks may still be training.
+    booting = json.loads(json.dumps(CONFIG))
+    booting["checks"]["gpu"]["nvlink_grace_seconds"] = 10**7
+    gpus.run(f"cat > {CONFIG_FILE} <<'EOF'\n{yaml.safe_dump(booting)}EOF", "node1")
+    set_nvml(gpus, "node1", "1 nvlinks_down=3\n")
+    try:
+        for _ in range(2):  # two runs of slurmd's own, both with the links down
+            last = wait_run(gpus, "node1", time.time())
+            assert last["verdict"] == "healthy", last
+        assert schedulable(gpus.node("node1")), gpus.node("node1")
+        # what those runs saw: the same check, read back as a report
+        seen = gpus.run(
+            f"{HOSTCHECK} run --profile quick --config {CONFIG_FILE} --check gpu "
+            "--report json:/tmp/grace.json >/dev/null; cat /tmp/grace.json",
+            "node1",
+        ).stdout
+        gpu = next(c for c in json.loads(seen)["checks"] if c["id"] == "gpu")
+        link = next(f for f in gpu["findings"] if f["name"] == "gpu1 nvlink")
+        assert (link["status"], link["measured"]) == ("warn", 9), link
+        assert "links may still be training" in link["display"]
+    finally:
+        set_nvml(gpus, "node1", "")
+        gpus.run(f"cat > {CONFIG_FILE} <<'EOF'\n{yaml.safe_dump(CONFIG)}EOF", "node1")
     healthy_again(gpus, "node1")
 
 
