@@ -190,8 +190,11 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
                     kept.get("streaks") or {},
                     args.consecutive,
                 )
-                said, capped = _act(args, node, verdict, scontrol_program, budget)
+                said, capped, done = _act(args, node, verdict, scontrol_program, budget)
                 line = f"{prefix}{verdict.summary()}" + (f"; slurm: {said}" if said else "")
+                history, counts = state.recorded(
+                    kept, done, verdict.cause_keys, dt.datetime.now(dt.timezone.utc)
+                )
                 if not args.dry_run:
                     budget.doing = "saving the state"
                     state.save(
@@ -209,11 +212,13 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
                             "duration_s": round(time.monotonic() - budget.started, 3),
                             "note": state_note,
                         },
+                        history,
+                        counts,
                     )
             if args.textfile and not args.dry_run:
                 budget.doing = "writing the textfile"
                 try:
-                    _write_textfile(args.textfile, verdict, capped)
+                    _write_textfile(args.textfile, verdict, capped, counts)
                 except OSError as exc:  # the verdict stands without its series
                     line += f"; textfile not written: {exc.strerror or exc}"
         except (state.Busy, OSError) as exc:
@@ -224,7 +229,9 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
     return verdict.exit_code
 
 
-def _write_textfile(path: str, verdict: Verdict, capped: dict | None) -> None:
+def _write_textfile(
+    path: str, verdict: Verdict, capped: dict | None, counts: dict[str, int]
+) -> None:
     from hostcheck.atomic import write_atomic
 
     lines = [
@@ -241,17 +248,24 @@ def _write_textfile(path: str, verdict: Verdict, capped: dict | None) -> None:
         "# HELP hostcheck_healthcheck_last_run_timestamp_seconds When the last health check ran.",
         "# TYPE hostcheck_healthcheck_last_run_timestamp_seconds gauge",
         f"hostcheck_healthcheck_last_run_timestamp_seconds {int(time.time())}",
+        "# HELP hostcheck_healthcheck_actions_total The nodes' drains and resumes this health "
+        "check made, since its state file began.",
+        "# TYPE hostcheck_healthcheck_actions_total counter",
+        *(
+            f'hostcheck_healthcheck_actions_total{{action="{action}"}} {count}'
+            for action, count in counts.items()
+        ),
     ]
     write_atomic(path, "\n".join(lines) + "\n")
 
 
 def _act(
     args, node: str, verdict: Verdict, program: str, budget: Budget
-) -> tuple[str, dict | None]:
-    """What was done on Slurm, in a few words ('' without --slurm), and the cap that held a
-    drain back (None when none did)."""
+) -> tuple[str, dict | None, str]:
+    """What was done on Slurm, in a few words ('' without --slurm), the cap that held a drain
+    back (None when none did), and "drained" or "resumed" when the node was changed so."""
     if not args.slurm:
-        return "", None
+        return "", None, ""
     from dataclasses import asdict
 
     from hostcheck.health import slurm
@@ -267,8 +281,8 @@ def _act(
         )
     except slurm.SlurmError as exc:
         said = f"not told: {exc}"
-        return said + (" (node left as it was)" if verdict.state != UNKNOWN else ""), None
+        return said + (" (node left as it was)" if verdict.state != UNKNOWN else ""), None, ""
     capped = None
     if acted.capped is not None:
         capped = {**asdict(acted.capped), "percent": args.max_drained}
-    return acted.said, capped
+    return acted.said, capped, acted.done

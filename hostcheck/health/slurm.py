@@ -190,6 +190,7 @@ class Scontrol:
 class Acted:
     said: str  # what was done, in a few words
     capped: Capped | None = None  # a drain held back by the cap
+    done: str = ""  # "drained" or "resumed" when the node was changed so; "" otherwise
 
 
 def act(
@@ -210,6 +211,7 @@ def act(
         return Acted(f"would be {step.said} (--dry-run)")
     if step.action == "drain":
         scontrol.drain(name, step.reason)
-    else:
-        scontrol.resume(name)
-    return Acted(step.said)
+        # a reason updated on a node hostcheck had drained already is no new drain
+        return Acted(step.said, done="" if node.drained_by_hostcheck else "drained")
+    scontrol.resume(name)
+    return Acted(step.said, done="resumed")

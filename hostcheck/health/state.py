@@ -1,18 +1,25 @@
-"""What the health check keeps between runs on the host: the streak of each measured check
-and its last verdict and action (state.json), and a lock against two runs at once."""
+"""What the health check keeps between runs on the host: the streak of each measured check,
+its last verdict and action, and the history of its drains and resumes (state.json), and a lock
+against two runs at once."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 KIND = "hostcheck-healthcheck-state"
 VERSION = 1
 STATE_FILE = "state.json"
 LOCK_FILE = "lock"
+# The history of drains and resumes: the entries of the last HISTORY_DAYS, at most
+# HISTORY_LENGTH of them; the counts go on for the life of the state file.
+HISTORY_DAYS = 30
+HISTORY_LENGTH = 100
+ACTIONS = ("drained", "resumed")
 
 
 class Busy(Exception):
@@ -34,10 +41,56 @@ def load(folder: str) -> tuple[dict, str]:
     return data, ""
 
 
-def save(folder: str, streaks: dict, last: dict) -> None:
+def recorded(
+    kept: dict, done: str, causes: Sequence[str], at: dt.datetime
+) -> tuple[list[dict], dict[str, int]]:
+    """The history and counts to keep after this run: `done` ("drained", "resumed" or "") added
+    with its causes (a resume names those of the drain it ends), entries older than
+    HISTORY_DAYS or past HISTORY_LENGTH dropped."""
+    history = [e for e in kept.get("history") or [] if _is_entry(e)]
+    counts = {a: int((kept.get("counts") or {}).get(a, 0)) for a in ACTIONS}
+    if done:
+        if done == "resumed":
+            drains = [e for e in history if e["action"] == "drained"]
+            causes = drains[-1]["causes"] if drains else []
+        history.append({"at": _stamp(at), "action": done, "causes": list(causes)})
+        counts[done] += 1
+    oldest = _stamp(at - dt.timedelta(days=HISTORY_DAYS))
+    history = [e for e in history if e["at"] >= oldest][-HISTORY_LENGTH:]
+    return history, counts
+
+
+def _stamp(at: dt.datetime) -> str:
+    """UTC, to the second: such stamps sort as their times do."""
+    return f"{at.astimezone(dt.timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _is_entry(entry: object) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("at"), str)
+        and entry.get("action") in ACTIONS
+        and isinstance(entry.get("causes"), list)
+    )
+
+
+def save(
+    folder: str,
+    streaks: dict,
+    last: dict,
+    history: Sequence[dict] = (),
+    counts: dict[str, int] | None = None,
+) -> None:
     from hostcheck.atomic import write_atomic
 
-    document = {"kind": KIND, "version": VERSION, "streaks": streaks, "last": last}
+    document = {
+        "kind": KIND,
+        "version": VERSION,
+        "streaks": streaks,
+        "last": last,
+        "history": list(history),
+        "counts": counts or dict.fromkeys(ACTIONS, 0),
+    }
     write_atomic(os.path.join(folder, STATE_FILE), json.dumps(document, indent=2) + "\n")
 
 

@@ -16,6 +16,9 @@ EXIT_CODES = {HEALTHY: 0, UNHEALTHY: 1, UNKNOWN: 2}
 class Verdict:
     state: str
     causes: list[str] = field(default_factory=list)  # why unhealthy, one phrase per check
+    # the same causes as keys that stay put while values change: check.finding (the check's id
+    # when it failed as a whole), for the history of drains and repairs
+    cause_keys: list[str] = field(default_factory=list)
     watching: list[str] = field(default_factory=list)  # measured failures not yet confirmed
     unknown: list[str] = field(default_factory=list)  # checks that could not assess
     measurements: str = ""  # whose measurements stand, or why none do
@@ -57,6 +60,12 @@ def _phrase_of(result: CheckResult) -> str:
     return phrase(result.id, parts)
 
 
+def cause_keys(result: CheckResult) -> list[str]:
+    """`shm.size`, `gpu.gpu0 xid`: a failing check's failing findings, or its id alone."""
+    bad = [f"{result.id}.{f.name}" for f in result.findings if f.status == Status.FAIL]
+    return bad or [result.id]
+
+
 def decide(
     settings: Iterable[CheckResult],
     measuring: Iterable[str],
@@ -72,6 +81,7 @@ def decide(
     for result in settings:
         if result.status == Status.FAIL:
             verdict.causes.append(_phrase_of(result))
+            verdict.cause_keys += cause_keys(result)
         elif result.status == Status.ERROR:
             verdict.unknown.append(phrase(result.id, [result.summary]))
     at = sorted({c["data"]["measured_at"] for c in standing.values()})
@@ -102,6 +112,7 @@ def decide(
         result = CheckResult.from_dict(check)
         if failures >= consecutive:
             verdict.causes.append(f"{_phrase_of(result)} ({failures} measurements in a row)")
+            verdict.cause_keys += cause_keys(result)
         else:
             verdict.watching.append(
                 f"{check_id}: failed {failures} of the {consecutive} measurements in a row "
