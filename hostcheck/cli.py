@@ -1,6 +1,6 @@
-"""`hostcheck run | loop | fleet | healthcheck | job | list | explain`: the command line. Each
-command is a module of hostcheck/commands (healthcheck and job: of their packages), imported
-for its parser; what a command needs beyond that it imports when it runs."""
+"""`hostcheck run | loop | fleet | healthcheck | repair | job | list | explain`: the command
+line. Each command is a module of hostcheck/commands (healthcheck, repair and job: of their
+packages), imported for its parser; what a command needs beyond that it imports when it runs."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hostcheck.health import command as health_command
 
     health_command.add_parser(commands, profile_options, host_options)
+    from hostcheck.health import repair_command
+
+    repair_command.add_parser(commands)
 
     from hostcheck.job import command as job_command
 
@@ -55,6 +58,12 @@ def run_healthcheck(args: argparse.Namespace) -> int:
     return health_command.run(args, load(args, loader_assignments(args)), UsageError)
 
 
+def run_repair(args: argparse.Namespace) -> int:
+    from hostcheck.health import repair_command
+
+    return repair_command.run(args)
+
+
 def run_job(args: argparse.Namespace) -> int:
     from hostcheck.job import command as job_command
 
@@ -67,6 +76,7 @@ COMMANDS = {
     "loop": loop.run,
     "fleet": fleet.run,
     "healthcheck": run_healthcheck,
+    "repair": run_repair,
     "list": catalog.run_list,
     "explain": catalog.run_explain,
 }

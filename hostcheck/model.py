@@ -28,6 +28,11 @@ def worst(statuses: Iterable[Status]) -> Status:
     return max(statuses, key=lambda s: s.rank, default=Status.SKIP)
 
 
+# A GPU reset, or a reboot (which resets every GPU too): what the repair loop can ask Slurm for.
+GPU_RESET, REBOOT = "gpu_reset", "reboot"
+CLEARED_BY = ("", GPU_RESET, REBOOT)
+
+
 @dataclass
 class Finding:
     """One measured item inside a check, e.g. the soft nofile limit of a login session."""
@@ -40,6 +45,8 @@ class Finding:
     source: str = ""
     remedy: str = ""
     unit: str = ""  # of measured, one of hostcheck.units.FINDING_UNITS ("" for a count or text)
+    # what clears a failing finding without a person or a role: CLEARED_BY ("" when neither)
+    cleared_by: str = ""
 
     def to_dict(self) -> dict:
         data = asdict(self)

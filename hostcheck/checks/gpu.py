@@ -17,7 +17,7 @@ from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.gpu import events as gpu_events
 from hostcheck.gpu import nvml, xid
 from hostcheck.gpu.torch_probe import TorchInfo, read_torch
-from hostcheck.model import CheckResult, Finding, Status
+from hostcheck.model import GPU_RESET, REBOOT, CheckResult, Finding, Status
 from hostcheck.pci import PciGpu, nvidia_gpus, nvswitches
 
 DRIVER_TAGS = "ansible-playbook site.yml --tags nvidia_driver"
@@ -223,6 +223,7 @@ def _row_remap_finding(label: str, gpu: dict) -> Finding:
             + shown,
             source,
             HARDWARE + xid.RESET_REMEDY,
+            cleared_by=GPU_RESET,
         )
     return Finding(name, Status.PASS, rows, "no remap pending or failed", shown, source)
 
@@ -250,6 +251,7 @@ def _retired_pages_finding(label: str, gpu: dict, cfg: dict) -> Finding:
             f"reboot clears it); {shown}",
             source,
             HARDWARE + xid.RESET_REMEDY,
+            cleared_by=GPU_RESET,
         )
     if limit is not None and total > limit:
         return Finding(
@@ -299,6 +301,7 @@ def _nvlink_finding(
     return Finding(name, Status.FAIL, count - len(down), expected, shown, source, remedy)
 
 
+_CLEARED_BY = {xid.GPU_RESET: GPU_RESET, xid.REBOOT: REBOOT}
 _EVENT_STATUS = {xid.DRAIN: Status.FAIL, xid.WARN: Status.WARN, xid.JOB: Status.PASS}
 _ACTION_ORDER = {xid.DRAIN: 0, xid.WARN: 1, xid.JOB: 2}
 
@@ -345,6 +348,9 @@ def _event_findings(ctx: CheckContext, labels: dict[str, str]) -> tuple[list[Fin
                 display,
                 where,
                 (HARDWARE + worst_rule.remedy) if worst_rule.remedy else "",
+                cleared_by=_CLEARED_BY.get(worst_rule.cleared_by, "")
+                if worst_rule.action == xid.DRAIN
+                else "",
             )
         )
     return findings, data
@@ -568,6 +574,7 @@ def _no_driver(
         "reboot the node: the loaded kernel module is older than the driver's libraries"
         if mismatch
         else f"install the driver: {DRIVER_FIX}",
+        cleared_by=REBOOT if mismatch else "",
     )
     findings = [finding]
     if pci:

@@ -19,7 +19,7 @@ LOCK_FILE = "lock"
 # HISTORY_LENGTH of them; the counts go on for the life of the state file.
 HISTORY_DAYS = 30
 HISTORY_LENGTH = 100
-ACTIONS = ("drained", "resumed")
+ACTIONS = ("drained", "resumed", "repaired")  # repaired: by playbooks/repair.yml
 
 
 class Busy(Exception):
@@ -44,7 +44,7 @@ def load(folder: str) -> tuple[dict, str]:
 def recorded(
     kept: dict, done: str, causes: Sequence[str], at: dt.datetime
 ) -> tuple[list[dict], dict[str, int]]:
-    """The history and counts to keep after this run: `done` ("drained", "resumed" or "") added
+    """The history and counts to keep after this run: `done` (one of ACTIONS, or "") added
     with its causes (a resume names those of the drain it ends), entries older than
     HISTORY_DAYS or past HISTORY_LENGTH dropped."""
     history = [e for e in kept.get("history") or [] if _is_entry(e)]

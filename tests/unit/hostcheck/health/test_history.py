@@ -21,7 +21,7 @@ NOW = dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.timezone.utc)
 def test_a_drain_is_kept_with_its_causes_and_a_resume_names_the_drain_it_ends():
     history, counts = state.recorded({}, "drained", ["shm.size"], NOW)
     assert history == [{"at": "2026-11-29T12:00:00Z", "action": "drained", "causes": ["shm.size"]}]
-    assert counts == {"drained": 1, "resumed": 0}
+    assert counts == {"drained": 1, "resumed": 0, "repaired": 0}
     kept = {"history": history, "counts": counts}
     later = NOW + dt.timedelta(minutes=5)
     history, counts = state.recorded(kept, "resumed", [], later)
@@ -30,7 +30,7 @@ def test_a_drain_is_kept_with_its_causes_and_a_resume_names_the_drain_it_ends():
         "action": "resumed",
         "causes": ["shm.size"],
     }
-    assert counts == {"drained": 1, "resumed": 1}
+    assert counts == {"drained": 1, "resumed": 1, "repaired": 0}
     # a run that changed nothing keeps both as they are
     assert state.recorded({"history": history, "counts": counts}, "", ["x.y"], later) == (
         history,
@@ -45,7 +45,7 @@ def test_the_history_keeps_thirty_days_and_a_hundred_entries_and_the_counts_go_o
     ]
     history, counts = state.recorded({"history": old, "counts": {"drained": 31}}, "", [], NOW)
     assert [e["at"] for e in history] == ["2026-10-31T00:00:00Z"]  # 29.5 days before NOW
-    assert counts == {"drained": 31, "resumed": 0}
+    assert counts == {"drained": 31, "resumed": 0, "repaired": 0}
     many = [
         {"at": f"2026-11-29T11:{m:02d}:00Z", "action": "drained", "causes": []} for m in range(60)
     ]
@@ -59,8 +59,9 @@ def test_the_history_keeps_thirty_days_and_a_hundred_entries_and_the_counts_go_o
 
 
 def test_entries_that_are_not_the_health_checks_are_dropped_not_fatal():
-    junk = {"history": ["x", {"at": 1}, {"at": "2026-11-29T11:00:00Z", "action": "rebooted"}]}
-    assert state.recorded(junk, "", [], NOW) == ([], {"drained": 0, "resumed": 0})
+    strange = {"at": "2026-11-29T11:00:00Z", "action": "rebooted", "causes": []}
+    junk = {"history": ["x", {"at": 1}, strange]}
+    assert state.recorded(junk, "", [], NOW) == ([], {"drained": 0, "resumed": 0, "repaired": 0})
 
 
 def test_causes_are_the_failing_findings_and_stay_put_while_values_change():
@@ -128,7 +129,7 @@ def test_the_command_keeps_a_drain_and_its_resume_and_counts_them_in_its_textfil
     assert "slurm: drained" in done.stdout
     kept = json.loads((place["state"] / "state.json").read_text())
     assert [(e["action"], e["causes"]) for e in kept["history"]] == [("drained", ["shm.size"])]
-    assert kept["counts"] == {"drained": 1, "resumed": 0}
+    assert kept["counts"] == {"drained": 1, "resumed": 0, "repaired": 0}
 
     controller("IDLE+DRAIN", "hostcheck: shm: size 64.0 MiB [root@2026-11-29T12:00:00]")
     done = healthcheck(place, *slurm_args)
@@ -145,7 +146,7 @@ def test_the_command_keeps_a_drain_and_its_resume_and_counts_them_in_its_textfil
         for s in f.samples
         if s.name == "hostcheck_healthcheck_actions_total"
     }
-    assert counted == {"drained": 1, "resumed": 1}
+    assert counted == {"drained": 1, "resumed": 1, "repaired": 0}
     drain, resume = (place["tmp"] / "scontrol.updates").read_text().splitlines()
     assert drain.startswith("update NodeName=node2 State=DRAIN Reason=hostcheck: shm: size "), drain
     assert resume == "update NodeName=node2 State=RESUME"

@@ -1,0 +1,87 @@
+"""`hostcheck repair plan` and `hostcheck repair record`: the host's side of playbooks/repair.yml.
+plan prints what a repair may do about a report's failing checks (hostcheck.health.repair) as
+JSON; record keeps a repair in the health check's history, under its lock."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+
+from hostcheck.health.command import DEFAULT_STATE_DIR
+
+DEFAULT_REPORT = "/var/lib/hostcheck/report.json"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    repair = commands.add_parser(
+        "repair",
+        help="what a repair may do about a report's failures; keep a repair in the history",
+        description="plan: from a report (hostcheck run's JSON), each failing finding's fix: "
+        "the roles whose variables its remedy names, a reboot where a GPU reset or a reboot "
+        "clears it, else a person; a cause repaired before within --window-days goes to a "
+        "person. Prints JSON. record: keep a repair of these causes in the health check's "
+        "history (state.json). Exit 0, 2 on bad usage or an unreadable file.",
+    )
+    actions = repair.add_subparsers(dest="repair_action", metavar="ACTION", required=True)
+    plan = actions.add_parser("plan", help="print what a repair may do, as JSON")
+    plan.add_argument(
+        "--report",
+        default=DEFAULT_REPORT,
+        metavar="FILE",
+        help=f"the host's report, as hostcheck run --report json: writes it (default: "
+        f"{DEFAULT_REPORT})",
+    )
+    plan.add_argument(
+        "--window-days",
+        type=float,
+        default=7.0,
+        metavar="DAYS",
+        help="a cause repaired within this many days is left to a person (default: 7)",
+    )
+    record = actions.add_parser("record", help="keep a repair in the health check's history")
+    record.add_argument(
+        "--cause",
+        action="append",
+        required=True,
+        metavar="KEY",
+        help="a cause repaired, check.finding as plan names it (repeat for more)",
+    )
+    for parser in (plan, record):
+        parser.add_argument(
+            "--state-dir",
+            default=DEFAULT_STATE_DIR,
+            metavar="DIR",
+            help=f"the health check's state (default: {DEFAULT_STATE_DIR})",
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    from hostcheck.commands.common import EXIT_OK, UsageError
+    from hostcheck.health import repair, state
+
+    now = dt.datetime.now(dt.timezone.utc)
+    if args.repair_action == "record":
+        with state.locked(args.state_dir):
+            kept, _ = state.load(args.state_dir)
+            history, counts = state.recorded(kept, "repaired", args.cause, now)
+            state.save(
+                args.state_dir, kept.get("streaks") or {}, kept.get("last") or {}, history, counts
+            )
+        return EXIT_OK
+    if not args.window_days >= 0:
+        raise UsageError("--window-days must be 0 or more")
+    try:
+        with open(args.report, encoding="utf-8") as handle:
+            report = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--report {args.report}: cannot read it: {exc}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("checks"), list):
+        raise UsageError(f"--report {args.report}: not a hostcheck report (no checks)")
+    kept, _ = state.load(args.state_dir)
+    try:
+        planned = repair.plan(report, kept.get("history") or [], now, args.window_days)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"--report {args.report}: not a hostcheck report ({exc!r})") from None
+    print(json.dumps(planned.to_dict(), indent=2))
+    return EXIT_OK

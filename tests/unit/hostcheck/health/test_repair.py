@@ -1,0 +1,148 @@
+"""What a repair may do about a host's failing checks (hostcheck.health.repair, `hostcheck repair
+plan|record`): the checks' own results and remedies decide; a role's variable named in a
+remedy runs that role, a fault a GPU reset or a reboot clears asks for a reboot, the rest and a
+cause repaired within the window go to a person."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+
+from hostcheck.checks import gpu, shm
+from hostcheck.health import repair, state
+from hostcheck.model import CheckResult, Finding, Status
+from tests.support.fake_nvml import fake_nvml
+from tests.unit.hostcheck.checks.test_gpu import config as gpu_config
+from tests.unit.hostcheck.checks.test_gpu import eight
+from tests.unit.hostcheck.checks.test_gpu_faults import XID_79, add_kmsg, node  # noqa: F401
+from tests.unit.hostcheck.checks.test_shm import config as shm_config
+from tests.unit.hostcheck.checks.test_shm import docker_like  # noqa: F401
+
+NOW = dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.timezone.utc)
+
+
+def report(*results: CheckResult) -> dict:
+    return {"checks": [r.to_dict() for r in results]}
+
+
+def by_key(plan: repair.Plan) -> dict[str, repair.Cause]:
+    return {c.key: c for c in plan.causes}
+
+
+def test_a_small_dev_shm_is_the_shm_roles_and_nothing_else(docker_like):  # noqa: F811
+    small = shm.run(docker_like.context(shm_config("50%")))
+    plan = repair.plan(report(small), [], NOW)
+    assert list(by_key(plan)) == ["shm.size"]
+    cause = by_key(plan)["shm.size"]
+    assert (cause.fix, cause.roles, cause.shown) == ("role", ["shm"], "size 64.0 MiB")
+    assert (plan.roles, plan.reboot, plan.for_a_person) == (["shm"], False, [])
+
+
+def test_gpu_faults_a_reset_or_reboot_clears_ask_for_a_reboot_the_rest_for_a_person(node):  # noqa: F811
+    gpus = eight()
+    gpus[2].remapped_rows = (0, 1, 1, 0)  # a remap pending: a GPU reset clears it
+    gpus[5].remapped_rows = (0, 1, 0, 1)  # a remap failed: the GPU is replaced
+    add_kmsg(node, XID_79)  # gpu2 fell off the bus: a reboot clears it
+    faults = gpu.run_with(node.context(gpu_config()), fake_nvml(gpus))
+    causes = by_key(repair.plan(report(faults), [], NOW))
+    assert causes["gpu.gpu2 row remapping"].fix == "reboot"
+    assert causes["gpu.gpu2 xid"].fix == "reboot"
+    assert causes["gpu.gpu5 row remapping"].fix == "person"
+    assert causes["gpu.gpu5 row remapping"].remedy.startswith("not fixable by a role variable")
+    plan = repair.plan(report(faults), [], NOW)
+    assert (plan.roles, plan.reboot) == ([], True)
+    assert [c.key for c in plan.for_a_person] == ["gpu.gpu5 row remapping"]
+
+
+def test_a_driver_nvml_cannot_load_is_a_reboot_and_no_driver_the_driver_role(node):  # noqa: F811
+    mismatch = gpu.run_with(node.context(gpu_config()), fake_nvml(eight(), init_error=18))
+    assert by_key(repair.plan(report(mismatch), [], NOW))["gpu.driver"].fix == "reboot"
+    absent = gpu.run_with(node.context(gpu_config()), fake_nvml(eight(), init_error=9))
+    cause = by_key(repair.plan(report(absent), [], NOW))["gpu.driver"]
+    assert (cause.fix, cause.roles) == ("role", ["nvidia_driver"])
+
+
+def test_a_remedy_naming_no_role_variable_and_a_check_failing_whole_go_to_a_person():
+    ram = CheckResult(
+        "memory",
+        Status.FAIL,
+        "ram 1.0 GiB",
+        findings=[
+            Finding("ram", Status.FAIL, 1 << 30, ">= 2.0 GiB", "1.0 GiB", "", "use a larger host")
+        ],
+    )
+    whole = CheckResult("pillow", Status.FAIL, "PIL is not importable", remedy="see the log")
+    passing = CheckResult("cpu", Status.PASS, "ok")
+    plan = repair.plan(report(ram, whole, passing), [], NOW)
+    assert [(c.key, c.fix) for c in plan.causes] == [("memory.ram", "person"), ("pillow", "person")]
+    assert by_key(plan)["pillow"].shown == "PIL is not importable"
+
+
+def test_a_cause_repaired_within_the_window_goes_to_a_person(docker_like):  # noqa: F811
+    small = shm.run(docker_like.context(shm_config("50%")))
+    two_days = [{"at": "2026-11-27T12:00:00Z", "action": "repaired", "causes": ["shm.size"]}]
+    plan = repair.plan(report(small), two_days, NOW)
+    assert by_key(plan)["shm.size"].repaired_before == "2026-11-27T12:00:00Z"
+    assert (plan.roles, [c.key for c in plan.for_a_person]) == ([], ["shm.size"])
+    eight_days = [{"at": "2026-11-21T11:00:00Z", "action": "repaired", "causes": ["shm.size"]}]
+    assert repair.plan(report(small), eight_days, NOW).roles == ["shm"]
+    drained = [{"at": "2026-11-28T12:00:00Z", "action": "drained", "causes": ["shm.size"]}]
+    assert repair.plan(report(small), drained, NOW).roles == ["shm"]  # a drain is no repair
+
+
+def test_roles_of_a_remedy_take_the_longest_role_name():
+    assert repair.roles_of("set sysctl_tuning_settings (role sysctl_tuning) and run") == [
+        "sysctl_tuning"
+    ]
+    assert repair.roles_of("set shm_size (role shm) and ulimits_nofile (role ulimits)") == [
+        "shm",
+        "ulimits",
+    ]
+    assert repair.roles_of("not fixable by a role variable: replace the GPU") == []
+
+
+def hostcheck(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hostcheck", "repair", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_command_plans_records_a_repair_and_plans_again(docker_like, tmp_path):  # noqa: F811
+    small = shm.run(docker_like.context(shm_config("50%")))
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report(small)))
+    where = ("--state-dir", str(tmp_path / "state"))
+    done = hostcheck("plan", "--report", str(path), *where)
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout)
+    assert (first["roles"], first["reboot"], first["for_a_person"]) == (["shm"], False, [])
+    assert first["causes"][0]["key"] == "shm.size"
+
+    done = hostcheck("record", "--cause", "shm.size", *where)
+    assert done.returncode == 0, done.stderr
+    kept = json.loads((tmp_path / "state" / "state.json").read_text())
+    assert [(e["action"], e["causes"]) for e in kept["history"]] == [("repaired", ["shm.size"])]
+    assert kept["counts"]["repaired"] == 1
+
+    again = json.loads(hostcheck("plan", "--report", str(path), *where).stdout)
+    assert (again["roles"], again["for_a_person"]) == ([], ["shm.size"])
+    assert hostcheck("plan", "--report", str(path), "--window-days", "0", *where).returncode == 0
+
+
+def test_a_file_that_is_no_report_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "report.json"
+    bad.write_text('{"kind": "something else"}')
+    done = hostcheck("plan", "--report", str(bad), "--state-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"hostcheck: error: --report {bad}: not a hostcheck report (no checks)"
+    ]
+    missing = hostcheck("plan", "--report", str(tmp_path / "none.json"), "--state-dir", "/x")
+    assert missing.returncode == 2 and "cannot read it" in missing.stderr
+    assert state.ACTIONS == ("drained", "resumed", "repaired")
