@@ -395,44 +395,29 @@ def _verdict(
     isolated = any(f.remedy == ISOLATE_FIX for f in findings)
     if isolate and failed and not isolated:
         findings.append(
-            Finding(
-                "diag",
-                Status.FAIL,
-                {"status": "fail", "exit_code": code},
-                "pass",
-                f"{ISOLATE}, without saying which failure asks for it",
-                source,
-                ISOLATE_FIX,
-            )
-        )
+            _diag(code, Status.FAIL, f"{ISOLATE}, without saying which failure asks for it",
+                  source, ISOLATE_FIX)
+        )  # fmt: skip
     elif not failed and code in (EXIT_TEST_FAILED, EXIT_ISOLATE):
         what = ISOLATE if isolate else "a test failed (dcgmi exit 226)"
+        remedy = ISOLATE_FIX if isolate else f"see {shown_command} on the host"
         findings.append(
-            Finding(
-                "diag",
-                Status.FAIL,
-                {"status": "fail", "exit_code": code},
-                "pass",
-                f"{what}, but its JSON names no failing test",
-                source,
-                ISOLATE_FIX if isolate else f"see {shown_command} on the host",
-            )
+            _diag(code, Status.FAIL, f"{what}, but its JSON names no failing test", source, remedy)
         )
     elif not failed and code != EXIT_PASS:
         findings.append(
-            Finding(
-                "diag",
-                Status.ERROR,
-                {"status": "error", "exit_code": code},
-                "pass",
-                f"dcgmi exited {code}: {_last_line(stderr)}",
-                source,
-            )
+            _diag(code, Status.ERROR, f"dcgmi exited {code}: {_last_line(stderr)}", source)
         )
     if findings:
         return CheckResult.from_findings("dcgm", findings, data)
     passed = _passed(diag, shown_command, source)
     return CheckResult.from_findings("dcgm", [passed], data, summary=passed.display)
+
+
+def _diag(code: int, status: Status, shown: str, source: str, remedy: str = "") -> Finding:
+    """The diagnostic as a whole, where dcgmi's exit code says more than its JSON."""
+    measured = {"status": status.value, "exit_code": code}
+    return Finding("diag", status, measured, "pass", shown, source, remedy)
 
 
 def _passed(diag: Diagnostic, shown_command: str, source: str) -> Finding:

@@ -58,12 +58,6 @@ def _relative(before: float, after: float) -> float:
     return abs(after - before) / abs(before) if before else float("inf")
 
 
-def _shown(entry: HostEntry, key: str) -> str:
-    value = entry.values.get(key)
-    display = entry.displays.get(key)
-    return display or ("absent" if value is None else str(value))
-
-
 DATALOADER_NOTES = {
     "ok": "DataLoader settings file measured",
     "absent": "DataLoader settings file gone",
@@ -119,7 +113,7 @@ def compare_hosts(before: HostEntry, after: HostEntry, settings: FleetSettings) 
         tolerance = settings.tolerance_of(metric)
         if tolerance is None:
             continue
-        note = f"{_shown(before, metric)} -> {_shown(after, metric)}"
+        note = f"{before.shown(metric)} -> {after.shown(metric)}"
         if numeric(old) and numeric(new):
             moved = _relative(old, new)
             if moved <= tolerance and tolerance > 0:

@@ -99,6 +99,12 @@ class HostEntry:
         gpus = f"{count} x {facts.get('gpu_model') or 'unknown GPU'}" if count else "no GPU"
         return f"{gpus} | {facts.get('cpu_model') or 'unknown CPU'}"
 
+    def shown(self, key: str) -> str:
+        """A finding's value as its report showed it (check.finding): the display, else the
+        value, "absent" when the host has none."""
+        value = self.values.get(key)
+        return self.displays.get(key) or ("absent" if value is None else str(value))
+
     def describe(self, check_id: str) -> str:
         return self.problems.get(check_id, "")
 

@@ -220,7 +220,7 @@ def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[
         for check, findings in by_check.items():
             # the words of the report are not in Prometheus: each failing finding and its value
             shown = [
-                f"{name} {_shown(entry, f'{check}.{name}')}"
+                f"{name} {entry.shown(f'{check}.{name}')}"
                 if f"{check}.{name}" in entry.values
                 else name
                 for name in findings
@@ -236,10 +236,6 @@ def _entries(answers: dict, source: Source, at: float, host_label: str) -> list[
         entry.checks = dict(sorted(entry.checks.items(), key=lambda item: order(item[0])))
         entry.problems = {c: entry.problems[c] for c in entry.checks if c in entry.problems}
     return _named(entries, names) + _absent(answers["up"](), set(entries))
-
-
-def _shown(entry: HostEntry, key: str) -> str:
-    return entry.displays.get(key) or str(entry.values[key])
 
 
 def _check_order():

@@ -192,11 +192,11 @@ def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
                 )
                 said, capped, done = _act(args, node, verdict, scontrol_program, budget)
                 line = f"{prefix}{verdict.summary()}" + (f"; slurm: {said}" if said else "")
-                history, counts = state.recorded(
-                    kept, done, verdict.cause_keys, dt.datetime.now(dt.timezone.utc)
-                )
                 if not args.dry_run:
                     budget.doing = "saving the state"
+                    history, counts = state.recorded(
+                        kept, done, verdict.cause_keys, dt.datetime.now(dt.timezone.utc)
+                    )
                     state.save(
                         args.state_dir,
                         verdict.streaks,

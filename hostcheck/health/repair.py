@@ -9,12 +9,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import asdict, dataclass, field
 
+from hostcheck.health.state import stamp
 from hostcheck.health.verdict import cause_keys
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.remedies import ROLES, role_variables
 
 ROLE, REBOOT, PERSON = "role", "reboot", "person"
-WINDOW_DAYS = 7
 
 
 @dataclass
@@ -74,15 +74,14 @@ def _cause(check: CheckResult, key: str, finding: Finding | None) -> Cause:
     return Cause(key, shown, remedy, ROLE if roles else PERSON, roles)
 
 
-def plan(
-    report: dict, history: list[dict], now: dt.datetime, window_days: float = WINDOW_DAYS
-) -> Plan:
+def plan(report: dict, history: list[dict], now: dt.datetime, window_days: float) -> Plan:
     """The plan for a host from its report (hostcheck run's JSON) and the health check's
-    history (state.json): one cause per failing finding of each failing check."""
-    since = now - dt.timedelta(days=window_days)
+    history (state.json, its entries checked by state.recorded's reader): one cause per
+    failing finding of each failing check."""
+    since = stamp(now - dt.timedelta(days=window_days))
     repaired: dict[str, str] = {}
     for entry in history:
-        if entry.get("action") == "repaired" and _time(entry.get("at")) >= since:
+        if entry.get("action") == "repaired" and str(entry.get("at")) >= since:
             repaired.update(dict.fromkeys(entry.get("causes") or [], entry["at"]))
     found = Plan()
     for data in report.get("checks") or []:
@@ -95,10 +94,3 @@ def plan(
             cause.repaired_before = repaired.get(key, "")
             found.causes.append(cause)
     return found
-
-
-def _time(text: object) -> dt.datetime:
-    try:
-        return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return dt.datetime.min.replace(tzinfo=dt.timezone.utc)

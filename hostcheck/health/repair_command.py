@@ -11,6 +11,7 @@ import json
 from hostcheck.health.command import DEFAULT_STATE_DIR
 
 DEFAULT_REPORT = "/var/lib/hostcheck/report.json"
+DEFAULT_WINDOW_DAYS = 7.0  # the same cause back within a week is not something a role fixes
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -35,9 +36,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "--window-days",
         type=float,
-        default=7.0,
+        default=DEFAULT_WINDOW_DAYS,
         metavar="DAYS",
-        help="a cause repaired within this many days is left to a person (default: 7)",
+        help="a cause repaired within this many days is left to a person (default: "
+        f"{DEFAULT_WINDOW_DAYS:g})",
     )
     record = actions.add_parser("record", help="keep a repair in the health check's history")
     record.add_argument(

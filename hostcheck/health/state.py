@@ -53,14 +53,14 @@ def recorded(
         if done == "resumed":
             drains = [e for e in history if e["action"] == "drained"]
             causes = drains[-1]["causes"] if drains else []
-        history.append({"at": _stamp(at), "action": done, "causes": list(causes)})
+        history.append({"at": stamp(at), "action": done, "causes": list(causes)})
         counts[done] += 1
-    oldest = _stamp(at - dt.timedelta(days=HISTORY_DAYS))
+    oldest = stamp(at - dt.timedelta(days=HISTORY_DAYS))
     history = [e for e in history if e["at"] >= oldest][-HISTORY_LENGTH:]
     return history, counts
 
 
-def _stamp(at: dt.datetime) -> str:
+def stamp(at: dt.datetime) -> str:
     """UTC, to the second: such stamps sort as their times do."""
     return f"{at.astimezone(dt.timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
 

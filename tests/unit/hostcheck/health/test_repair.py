@@ -12,6 +12,7 @@ import sys
 
 from hostcheck.checks import gpu, shm
 from hostcheck.health import repair, state
+from hostcheck.health.repair_command import DEFAULT_WINDOW_DAYS as WEEK
 from hostcheck.model import CheckResult, Finding, Status
 from tests.support.fake_nvml import fake_nvml
 from tests.unit.hostcheck.checks.test_gpu import config as gpu_config
@@ -33,7 +34,7 @@ def by_key(plan: repair.Plan) -> dict[str, repair.Cause]:
 
 def test_a_small_dev_shm_is_the_shm_roles_and_nothing_else(docker_like):  # noqa: F811
     small = shm.run(docker_like.context(shm_config("50%")))
-    plan = repair.plan(report(small), [], NOW)
+    plan = repair.plan(report(small), [], NOW, WEEK)
     assert list(by_key(plan)) == ["shm.size"]
     cause = by_key(plan)["shm.size"]
     assert (cause.fix, cause.roles, cause.shown) == ("role", ["shm"], "size 64.0 MiB")
@@ -46,21 +47,21 @@ def test_gpu_faults_a_reset_or_reboot_clears_ask_for_a_reboot_the_rest_for_a_per
     gpus[5].remapped_rows = (0, 1, 0, 1)  # a remap failed: the GPU is replaced
     add_kmsg(node, XID_79)  # gpu2 fell off the bus: a reboot clears it
     faults = gpu.run_with(node.context(gpu_config()), fake_nvml(gpus))
-    causes = by_key(repair.plan(report(faults), [], NOW))
+    causes = by_key(repair.plan(report(faults), [], NOW, WEEK))
     assert causes["gpu.gpu2 row remapping"].fix == "reboot"
     assert causes["gpu.gpu2 xid"].fix == "reboot"
     assert causes["gpu.gpu5 row remapping"].fix == "person"
     assert causes["gpu.gpu5 row remapping"].remedy.startswith("not fixable by a role variable")
-    plan = repair.plan(report(faults), [], NOW)
+    plan = repair.plan(report(faults), [], NOW, WEEK)
     assert (plan.roles, plan.reboot) == ([], True)
     assert [c.key for c in plan.for_a_person] == ["gpu.gpu5 row remapping"]
 
 
 def test_a_driver_nvml_cannot_load_is_a_reboot_and_no_driver_the_driver_role(node):  # noqa: F811
     mismatch = gpu.run_with(node.context(gpu_config()), fake_nvml(eight(), init_error=18))
-    assert by_key(repair.plan(report(mismatch), [], NOW))["gpu.driver"].fix == "reboot"
+    assert by_key(repair.plan(report(mismatch), [], NOW, WEEK))["gpu.driver"].fix == "reboot"
     absent = gpu.run_with(node.context(gpu_config()), fake_nvml(eight(), init_error=9))
-    cause = by_key(repair.plan(report(absent), [], NOW))["gpu.driver"]
+    cause = by_key(repair.plan(report(absent), [], NOW, WEEK))["gpu.driver"]
     assert (cause.fix, cause.roles) == ("role", ["nvidia_driver"])
 
 
@@ -75,7 +76,7 @@ def test_a_remedy_naming_no_role_variable_and_a_check_failing_whole_go_to_a_pers
     )
     whole = CheckResult("pillow", Status.FAIL, "PIL is not importable", remedy="see the log")
     passing = CheckResult("cpu", Status.PASS, "ok")
-    plan = repair.plan(report(ram, whole, passing), [], NOW)
+    plan = repair.plan(report(ram, whole, passing), [], NOW, WEEK)
     assert [(c.key, c.fix) for c in plan.causes] == [("memory.ram", "person"), ("pillow", "person")]
     assert by_key(plan)["pillow"].shown == "PIL is not importable"
 
@@ -83,13 +84,13 @@ def test_a_remedy_naming_no_role_variable_and_a_check_failing_whole_go_to_a_pers
 def test_a_cause_repaired_within_the_window_goes_to_a_person(docker_like):  # noqa: F811
     small = shm.run(docker_like.context(shm_config("50%")))
     two_days = [{"at": "2026-11-27T12:00:00Z", "action": "repaired", "causes": ["shm.size"]}]
-    plan = repair.plan(report(small), two_days, NOW)
+    plan = repair.plan(report(small), two_days, NOW, WEEK)
     assert by_key(plan)["shm.size"].repaired_before == "2026-11-27T12:00:00Z"
     assert (plan.roles, [c.key for c in plan.for_a_person]) == ([], ["shm.size"])
     eight_days = [{"at": "2026-11-21T11:00:00Z", "action": "repaired", "causes": ["shm.size"]}]
-    assert repair.plan(report(small), eight_days, NOW).roles == ["shm"]
+    assert repair.plan(report(small), eight_days, NOW, WEEK).roles == ["shm"]
     drained = [{"at": "2026-11-28T12:00:00Z", "action": "drained", "causes": ["shm.size"]}]
-    assert repair.plan(report(small), drained, NOW).roles == ["shm"]  # a drain is no repair
+    assert repair.plan(report(small), drained, NOW, WEEK).roles == ["shm"]  # a drain is no repair
 
 
 def test_roles_of_a_remedy_take_the_longest_role_name():
