@@ -179,6 +179,14 @@ class Scontrol:
     def nodes(self) -> list[Node]:
         return [parse_node(line) for line in self._run("-o", "show", "node").splitlines() if line]
 
+    def reboot_program(self) -> str:
+        """slurm.conf's RebootProgram ('' when none is set): what `scontrol reboot` needs."""
+        for line in self._run("show", "config").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "RebootProgram":
+                return "" if value.strip() in ("", "(null)") else value.strip()
+        return ""
+
     def drain(self, name: str, reason: str) -> None:
         self._run("update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}")
 

@@ -25,10 +25,11 @@
  * What hostcheck's gpu check reads, per GPU on the same line: remap_pending=1, remap_failed=1,
  * remap_corrected=N, remap_uncorrected=N (nvmlDeviceGetRemappedRows), nvlinks=N (links, 0: a
  * PCIe-only GPU) and nvlinks_down=N (the last N of them down), persistence=0, lost=1 (its
- * handle answers NVML_ERROR_GPU_IS_LOST). A line `* init_error=N` makes every nvmlInit fail
+ * handle answers NVML_ERROR_GPU_IS_LOST), ecc_uncorrected=N (ECC on, N uncorrected errors since the
+ * driver loaded and in the GPU's lifetime; nvmlDeviceGetTotalEccErrors). A line `* init_error=N` makes every nvmlInit fail
  * with N (18: the driver's library and kernel module differ, as after an upgrade without a
  * reboot). GPU i sits at PCI 0000:(0x18 + i):00.0 and is persistent, Gen4 x16 of Gen4 x16,
- * idle, without ECC, with 12 NVLinks up. Without $FAKE_NVML_STATE the file read is
+ * idle, without ECC (unless ecc_uncorrected is given), with 12 NVLinks up. Without $FAKE_NVML_STATE the file read is
  * FAKE_NVML_STATE_FILE (slurmd runs its health check with an environment of its own).
  */
 #include <stdio.h>
@@ -196,6 +197,7 @@ struct gpu_state {
     unsigned int npids;
     unsigned int remap[4]; /* corrected, uncorrected, pending, failed */
     unsigned int nvlinks, nvlinks_down, persistence, lost;
+    long long ecc_uncorrected; /* -1: ECC not supported */
 };
 
 /* The line of $FAKE_NVML_STATE for this GPU (an idle GPU when there is none). */
@@ -206,6 +208,7 @@ static void read_state(int index, struct gpu_state *state) {
     state->pcie[0] = state->pcie[1] = -1;
     state->nvlinks = 12;
     state->persistence = 1;
+    state->ecc_uncorrected = -1;
     if ((stream = open_state()) == NULL)
         return;
     while (fgets(line, sizeof(line), stream) != NULL) {
@@ -245,6 +248,8 @@ static void read_state(int index, struct gpu_state *state) {
                 state->persistence = (unsigned int)strtoul(value, NULL, 10);
             else if (strcmp(word, "lost") == 0)
                 state->lost = (unsigned int)strtoul(value, NULL, 10);
+            else if (strcmp(word, "ecc_uncorrected") == 0)
+                state->ecc_uncorrected = strtoll(value, NULL, 10);
             else if (strcmp(word, "pids") == 0) {
                 char *pid = value;
                 while (*pid != '\0' && state->npids < FAKE_NVML_MAX_PIDS) {
@@ -420,9 +425,31 @@ int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long
 }
 
 int nvmlDeviceGetEccMode(nvmlDevice_t device, int *current, int *pending) {
-    (void)current;
-    (void)pending;
-    return device_index(device) < 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED;
+    struct gpu_state state;
+    int index = device_index(device);
+    if (index < 0 || current == NULL || pending == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    read_state(index, &state);
+    if (state.ecc_uncorrected < 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *current = *pending = 1; /* NVML_FEATURE_ENABLED */
+    return NVML_SUCCESS;
+}
+
+/* errorType 0: corrected (always 0 here), 1: uncorrected; counterType 0: volatile, 1: aggregate
+ * (both N). */
+int nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int errorType, int counterType,
+                                unsigned long long *count) {
+    struct gpu_state state;
+    int index = device_index(device);
+    if (index < 0 || count == NULL || errorType < 0 || errorType > 1 || counterType < 0 ||
+        counterType > 1)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    read_state(index, &state);
+    if (state.ecc_uncorrected < 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *count = errorType == 1 ? (unsigned long long)state.ecc_uncorrected : 0;
+    return NVML_SUCCESS;
 }
 
 int nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrected,
