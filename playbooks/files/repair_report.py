@@ -43,13 +43,29 @@ def _why_a_person(outcome: dict) -> str:
                 f"{key} came back: repaired at {cause['repaired_before']}, within the window"
             )
         else:
-            remedy = cause.get("remedy") or "no remedy given"
-            whys.append(f"{key} ({cause.get('shown', '')}): no role fixes it: {remedy}")
+            remedy = cause.get("remedy") or ""
+            if not remedy.startswith("not fixable by a role"):
+                remedy = "no role fixes it" + (f": {remedy}" if remedy else "")
+            whys.append(f"{key} ({cause.get('shown', '')}): {remedy}")
     return "; ".join(whys)
 
 
 def _reboot_causes(outcome: dict) -> str:
     return ", ".join(c["key"] for c in outcome.get("causes") or [] if c.get("fix") == "reboot")
+
+
+def _yes(value: object) -> bool:
+    """A fact the play recorded as a boolean (Ansible may hand it over as text)."""
+    return value is True or str(value).lower() == "true"
+
+
+def _back_in_service(outcome: dict) -> str:
+    """How the node went back to Slurm after this run's check: '' when it did not."""
+    if _yes(outcome.get("resumed")):
+        return "resumed"
+    if _yes(outcome.get("was_drained_by_hostcheck")) and not _yes(outcome.get("drained_now")):
+        return "the health check resumed it first"
+    return ""
 
 
 def decide(outcome: dict) -> tuple[str, str]:
@@ -60,42 +76,43 @@ def decide(outcome: dict) -> tuple[str, str]:
         return FAILED, outcome.get("said") or STOPPED
     if "causes" not in outcome:
         return FAILED, STOPPED
-    check_mode = outcome.get("check_mode") in (True, "True", "true")
-    resumable = outcome.get("drained_by_hostcheck") in (True, "True", "true")
-    if outcome.get("passed_before") in (True, "True", "true"):
-        if check_mode:
-            return ("would resume", "passes") if resumable else ("nothing to do", "passes")
-        return ("resumed", "passes") if resumable else ("nothing to do", "passes")
+    check_mode = _yes(outcome.get("check_mode"))
+    resumable = _yes(outcome.get("drained_by_hostcheck"))
+    back = _back_in_service(outcome)
+    if _yes(outcome.get("passed_before")):
+        if check_mode and resumable:
+            return "would resume", "passes (check mode: nothing changed)"
+        return ("resumed", f"passes; {back}") if back else ("nothing to do", "passes")
     if outcome.get("for_a_person"):
         return FOR_A_PERSON, _why_a_person(outcome)
     if check_mode:
         steps = [f"run {_roles_said(outcome)}"] if outcome.get("roles") else []
-        if outcome.get("reboot"):
+        if _yes(outcome.get("reboot")):
             steps.append(f"ask Slurm to reboot it ({_reboot_causes(outcome)})")
         steps.append("check it again" + (", resume it if it passes" if resumable else ""))
         return "would repair", "; ".join(steps) + " (check mode: nothing changed)"
     if outcome.get("failed"):
         return FOR_A_PERSON, f"the repair failed: {outcome['failed']}"
-    if outcome.get("reboot") in (True, "True", "true"):
-        if not outcome.get("node"):
-            return FOR_A_PERSON, f"needs a reboot ({_reboot_causes(outcome)}): no Slurm to ask"
-        if not outcome.get("reboot_program"):
-            return FOR_A_PERSON, (
-                f"needs a reboot ({_reboot_causes(outcome)}): slurm.conf has no RebootProgram, "
-                "so Slurm cannot do it"
-            )
+    if _yes(outcome.get("rebooting")):
         return "rebooting", (
             f"{_roles_said(outcome)} run; Slurm reboots it ({_reboot_causes(outcome)}) and "
             "resumes it after"
         )
-    if outcome.get("passes") in (True, "True", "true"):
-        if resumable:
-            return "repaired and resumed", f"{_roles_said(outcome)} run; hostcheck passes"
-        if outcome.get("drained_by_someone_else") in (True, "True", "true"):
-            return "repaired", (
-                f"{_roles_said(outcome)} run; hostcheck passes; left drained by someone else"
-            )
-        return "repaired", f"{_roles_said(outcome)} run; hostcheck passes"
+    if _yes(outcome.get("reboot")):
+        if not outcome.get("node"):
+            why = "no Slurm to ask"
+        elif not outcome.get("reboot_program"):
+            why = "slurm.conf has no RebootProgram, so Slurm cannot do it"
+        else:
+            why = "its node is drained by someone else"
+        return FOR_A_PERSON, f"needs a reboot ({_reboot_causes(outcome)}): {why}"
+    if _yes(outcome.get("passes")):
+        done = f"{_roles_said(outcome)} run; hostcheck passes"
+        if back:
+            return "repaired and resumed", f"{done}; {back}"
+        if _yes(outcome.get("drained_by_someone_else")):
+            return "repaired", f"{done}; left drained by someone else"
+        return "repaired", done
     still = "; ".join(f"{k}: {v}" for k, v in (outcome.get("after") or {}).items())
     return FOR_A_PERSON, f"still failing after {_roles_said(outcome)}: {still}"
 

@@ -8,7 +8,9 @@ loading it; PCI functions bound over /sys/bus/pci/devices): a pending row remap,
 the node's kernel log, an NVML that cannot start beside GPUs on the bus each drain the node
 with a reason naming the GPU; NVLinks down just after boot only warn, and the drain cap leaves
 a second failing node schedulable, on which a real Prometheus with the shipped rules fires
-HostcheckDrainCapped.
+HostcheckDrainCapped. playbooks/repair.yml on the same cluster: a drained node's /dev/shm
+resized by the shm role and the node resumed (check mode first, which changes nothing), an
+admin's drain left alone, the same cause again and GPU faults left for a person.
 
 The kernel log here is a file in /dev/kmsg's format per host (gpu.kernel_log): the hosts share
 this machine's kernel, so a line in its ring buffer would reach all of them. What differs from
@@ -51,6 +53,8 @@ COVERS = (
     "tests/support/fake_libnvml.py",
     "monitoring/prometheus/*",
     "tests/integration/prometheus_server.py",
+    "playbooks/repair.yml",
+    "playbooks/files/repair_report.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -503,3 +507,141 @@ def test_the_cap_drains_one_of_two_failing_nodes_and_says_so_for_the_other(gpus,
     last = wait_run(gpus, "node3", time.time())
     assert last["drain_capped"] is None
     assert "hostcheck_healthcheck_drain_capped 0\n" in gpus.run(f"cat {TEXTFILE}", "node3").stdout
+
+
+# ------------------------------------------------------- repair (playbooks/repair.yml)
+
+REPAIR = "playbooks/repair.yml"
+
+
+def repair(
+    cluster: SlurmCluster,
+    values: dict,
+    folder,
+    check: bool = False,
+    limit: str | None = None,
+    **extra,
+):
+    """repair.yml as an operator runs it (shm_size in the inventory as site.yml would have it),
+    and its report's hosts by name."""
+    folder.mkdir()
+    done = run_playbook(
+        cluster.fleet,
+        REPAIR,
+        extra_vars={**values, "shm_size": "64MiB", "repair_reports_dir": str(folder), **extra},
+        check=check,
+        limit=limit,
+    )
+    written = list(folder.glob("repair-*.json"))
+    assert len(written) == 1, (done.returncode, done.stderr[-3000:], done.failed_hosts())
+    return done, {entry["host"]: entry for entry in json.loads(written[0].read_text())["hosts"]}
+
+
+def shm_size(cluster: SlurmCluster, name: str) -> int:
+    return int(cluster.run("df -B1 --output=size /dev/shm | tail -1", name).stdout)
+
+
+def history(cluster: SlurmCluster, name: str) -> list[dict]:
+    return json.loads(cluster.run(f"cat {STATE}", name).stdout).get("history", [])
+
+
+def test_repair_resizes_dev_shm_and_resumes_leaves_an_admins_drain_and_a_repeat(
+    cluster, converged, values, tmp_path
+):
+    cluster.run("mount -o remount,size=32m /dev/shm", "node2")
+    cluster.wait_for("node2", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+    cluster.drain("node3", "maintenance")
+    cluster.run("mount -o remount,size=32m /dev/shm", "node3")
+    try:
+        files = "md5sum /etc/fstab; df -B1 --output=size /dev/shm"
+        before = {n: cluster.run(files, n).stdout for n in ("node2", "node3")}
+        kept = history(cluster, "node2")
+        # check mode: says what it would do, changes nothing on the hosts or in Slurm
+        done, hosts = repair(cluster, values, tmp_path / "check", check=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert hosts["node2"]["action"] == "would repair", hosts["node2"]
+        assert hosts["node2"]["said"] == (
+            "run role shm; check it again, resume it if it passes (check mode: nothing changed)"
+        )
+        assert hosts["node3"]["action"] == "skipped"
+        assert hosts["node3"]["said"] == "drained by someone else (maintenance): left as it is"
+        assert (hosts["node1"]["action"], hosts["node1"]["said"]) == (
+            "skipped",
+            "not drained by hostcheck",
+        )
+        assert {n: cluster.run(files, n).stdout for n in ("node2", "node3")} == before
+        assert history(cluster, "node2") == kept
+        assert drained_by_hostcheck(cluster.node("node2"))
+        assert cluster.node("node3")["Reason"] == "maintenance"
+
+        began = time.monotonic()
+        done, hosts = repair(cluster, values, tmp_path / "repair")
+        print(f"repair.yml, drained /dev/shm to resumed: {time.monotonic() - began:.1f} s")
+        assert done.returncode == 0, done.stderr[-3000:]
+        node2 = hosts["node2"]
+        assert node2["action"] == "repaired and resumed", node2
+        assert node2["roles"] == ["shm"]
+        assert node2["before"] == {"shm.size": "size 32.0 MiB"}
+        assert node2["after"] == {"shm.size": "pass: size 64.0 MiB"}
+        assert shm_size(cluster, "node2") == 64 * 2**20
+        assert history(cluster, "node2")[-1]["action"] in ("repaired", "resumed")
+        assert [e["causes"] for e in history(cluster, "node2") if e["action"] == "repaired"][
+            -1
+        ] == ["shm.size"]
+        cluster.wait_for("node2", schedulable, timeout=10)
+        assert cluster.srun("-N1 -w node2 hostname").stdout.strip() == "node2"
+        # the admin's node: neither repaired nor resumed
+        assert hosts["node3"]["action"] == "skipped"
+        assert shm_size(cluster, "node3") == 32 * 2**20
+        node3 = cluster.node("node3")
+        assert "DRAIN" in node3["State"] and node3["Reason"] == "maintenance", node3
+
+        # the same cause again within the window: left drained, for a person
+        cluster.run("mount -o remount,size=32m /dev/shm", "node2")
+        cluster.wait_for("node2", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+        done, hosts = repair(cluster, values, tmp_path / "again")
+        assert done.returncode == 2
+        assert hosts["node2"]["action"] == "for a person"
+        assert hosts["node2"]["said"].startswith("shm.size came back: repaired at "), hosts
+        assert hosts["node2"]["said"].endswith(", within the window")
+        failures = " ".join(done.failure_text(h) for h in done.failed_hosts())
+        assert "repair: 1 host(s) need a person: node2 (shm.size came back" in failures
+        assert shm_size(cluster, "node2") == 32 * 2**20
+        assert drained_by_hostcheck(cluster.node("node2"))
+    finally:
+        cluster.on_all("mount -o remount,size=64m /dev/shm")
+        cluster.resume("node3")
+    healthy_again(cluster, "node2")
+
+
+def test_repair_leaves_gpu_faults_to_a_person_and_says_why(gpus, values, tmp_path):
+    set_nvml(gpus, "node1", "0 ecc_uncorrected=2\n")
+    gpus.wait_for("node1", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+    # drained for an ECC error: one the cap (one node) allows; a pending row remap on node2
+    set_nvml(gpus, "node2", "0 remap_pending=1 remap_uncorrected=1\n")
+    try:
+        done, hosts = repair(
+            gpus, values, tmp_path / "gpu", limit="node1,node2", repair_from="hosts"
+        )
+        assert done.returncode == 2
+        assert sorted(hosts) == ["node1", "node2"]
+        node1, node2 = hosts["node1"], hosts["node2"]
+        assert node1["action"] == "for a person", node1
+        assert node1["said"].startswith(
+            "gpu.gpu0 ecc (gpu0 ecc uncorrected 2 volatile / 2 aggregate (corrected 0 / 0)): "
+            "not fixable by a role variable: drain the node"
+        ), node1
+        assert node1["roles"] == [] and node1["causes"][0]["fix"] == "person"
+        assert node2["action"] == "for a person", node2
+        assert node2["said"] == (
+            "needs a reboot (gpu.gpu0 row remapping): slurm.conf has no RebootProgram, so "
+            "Slurm cannot do it"
+        )
+        assert drained_by_hostcheck(gpus.node("node1"))
+        assert "ecc uncorrected 2 volatile" in gpus.node("node1")["Reason"]
+        assert not [e for e in history(gpus, "node1") if e["action"] == "repaired"]
+    finally:
+        set_nvml(gpus, "node1", "")
+        set_nvml(gpus, "node2", "")
+    healthy_again(gpus, "node1")
+    healthy_again(gpus, "node2")
