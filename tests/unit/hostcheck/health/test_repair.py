@@ -147,3 +147,81 @@ def test_a_file_that_is_no_report_is_one_line_and_exit_2(tmp_path):
     missing = hostcheck("plan", "--report", str(tmp_path / "none.json"), "--state-dir", "/x")
     assert missing.returncode == 2 and "cannot read it" in missing.stderr
     assert state.ACTIONS == ("drained", "resumed", "repaired")
+
+
+def hostcheck_stdin(text: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hostcheck", "repair", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_plan_reads_a_report_from_standard_input(docker_like, tmp_path):  # noqa: F811
+    small = shm.run(docker_like.context(shm_config("50%")))
+    where = ("--state-dir", str(tmp_path / "state"))
+    done = hostcheck_stdin(json.dumps(report(small)), "plan", "--report", "-", *where)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["roles"] == ["shm"]
+    bad = hostcheck_stdin("hostcheck: error: no report", "plan", "--report", "-", *where)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("hostcheck: error: --report -: cannot read it: ")
+
+
+def scontrol(tmp_path, show_node: str, reboot_program: str = "(null)", fail: str = ""):
+    """An scontrol that answers `-o show node [NAME]` and `show config` as Slurm 22.05 does."""
+    program = tmp_path / "scontrol"
+    program.write_text(
+        "#!/bin/sh\n"
+        + (f"echo '{fail}' >&2; exit 1\n" if fail else "")
+        + 'if [ "$1" = show ] && [ "$2" = config ]; then\n'
+        + "  echo 'Configuration data as of 2026-11-30T01:00:00'\n"
+        + "  echo 'ReconfigFlags           = (null)'\n"
+        + f"  echo 'RebootProgram           = {reboot_program}'\n"
+        + "  exit 0\nfi\n"
+        + f"cat <<'EOF'\n{show_node}EOF\n"
+    )
+    program.chmod(0o755)
+    return str(program)
+
+
+NODES = (
+    "NodeName=node1 Arch=x86_64 State=IDLE+DRAIN Partitions=batch "
+    "Reason=hostcheck: shm: size 32.0 MiB (expected >= 48.0 MiB) [root@2026-11-30T01:39:18]\n"
+    "NodeName=node2 Arch=x86_64 State=IDLE+DRAIN Partitions=batch "
+    "Reason=maintenance [alice@2026-11-30T01:00:00]\n"
+    "NodeName=node3 Arch=x86_64 State=MIXED Partitions=batch\n"
+)
+
+
+def test_nodes_says_which_drains_are_hostchecks_and_the_reboot_program(tmp_path):
+    done = hostcheck("nodes", "--scontrol", scontrol(tmp_path, NODES))
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    assert read["reboot_program"] == ""
+    assert [
+        (n["name"], n["drained"], n["drained_by_hostcheck"], n["reason"]) for n in read["nodes"]
+    ] == [
+        ("node1", True, True, "hostcheck: shm: size 32.0 MiB (expected >= 48.0 MiB)"),
+        ("node2", True, False, "maintenance"),
+        ("node3", False, False, ""),
+    ]
+    rebooting = scontrol(tmp_path, NODES.splitlines()[0] + "\n", "/usr/sbin/reboot")
+    read = json.loads(hostcheck("nodes", "node1", "--scontrol", rebooting).stdout)
+    assert read["reboot_program"] == "/usr/sbin/reboot"
+    assert [n["name"] for n in read["nodes"]] == ["node1"]
+
+
+def test_nodes_with_scontrol_failing_is_one_line_and_exit_2(tmp_path):
+    failing = scontrol(
+        tmp_path, NODES, fail="slurm_load_node error: Unable to contact slurm controller"
+    )
+    done = hostcheck("nodes", "--scontrol", failing)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "hostcheck: error: scontrol -o failed (exit 1): slurm_load_node error: Unable to contact "
+        "slurm controller"
+    ]
