@@ -193,6 +193,11 @@ class Scontrol:
     def resume(self, name: str) -> None:
         self._run("update", f"NodeName={name}", "State=RESUME")
 
+    def reboot(self, name: str, reason: str) -> None:
+        """Slurm drains the node, reboots it through RebootProgram when it is idle, and
+        resumes it once it is back."""
+        self._run("reboot", "ASAP", "nextstate=RESUME", f"reason={reason}", name)
+
 
 @dataclass
 class Acted:

@@ -77,7 +77,7 @@ def decide(outcome: dict) -> tuple[str, str]:
     if "causes" not in outcome:
         return FAILED, STOPPED
     check_mode = _yes(outcome.get("check_mode"))
-    resumable = _yes(outcome.get("drained_by_hostcheck"))
+    resumable = _yes(outcome.get("was_drained_by_hostcheck"))
     back = _back_in_service(outcome)
     if _yes(outcome.get("passed_before")):
         if check_mode and resumable:
@@ -99,12 +99,7 @@ def decide(outcome: dict) -> tuple[str, str]:
             "resumes it after"
         )
     if _yes(outcome.get("reboot")):
-        if not outcome.get("node"):
-            why = "no Slurm to ask"
-        elif not outcome.get("reboot_program"):
-            why = "slurm.conf has no RebootProgram, so Slurm cannot do it"
-        else:
-            why = "its node is drained by someone else"
+        why = outcome.get("reboot_why") or "no Slurm to ask"
         return FOR_A_PERSON, f"needs a reboot ({_reboot_causes(outcome)}): {why}"
     if _yes(outcome.get("passes")):
         done = f"{_roles_said(outcome)} run; hostcheck passes"

@@ -172,7 +172,8 @@ def test_the_plan_reads_a_report_from_standard_input(docker_like, tmp_path):  # 
 
 
 def scontrol(tmp_path, show_node: str, reboot_program: str = "(null)", fail: str = ""):
-    """An scontrol that answers `-o show node [NAME]` and `show config` as Slurm 22.05 does."""
+    """An scontrol that answers `-o show node [NAME]` and `show config` as Slurm 22.05 does,
+    and writes every other call (update, reboot) to calls.log beside it."""
     program = tmp_path / "scontrol"
     program.write_text(
         "#!/bin/sh\n"
@@ -182,10 +183,18 @@ def scontrol(tmp_path, show_node: str, reboot_program: str = "(null)", fail: str
         + "  echo 'ReconfigFlags           = (null)'\n"
         + f"  echo 'RebootProgram           = {reboot_program}'\n"
         + "  exit 0\nfi\n"
+        + 'if [ "$1" != -o ]; then echo "$@" >> "$(dirname "$0")/calls.log"; exit 0; fi\n'
+        + 'if [ -n "$4" ]; then grep "^NodeName=$4 " <<\'EOF\'\n'
+        + f"{show_node}EOF\nexit 0\nfi\n"
         + f"cat <<'EOF'\n{show_node}EOF\n"
     )
     program.chmod(0o755)
     return str(program)
+
+
+def calls(tmp_path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
 
 
 NODES = (
@@ -197,11 +206,10 @@ NODES = (
 )
 
 
-def test_nodes_says_which_drains_are_hostchecks_and_the_reboot_program(tmp_path):
+def test_nodes_says_which_drains_are_hostchecks(tmp_path):
     done = hostcheck("nodes", "--scontrol", scontrol(tmp_path, NODES))
     assert done.returncode == 0, done.stderr
     read = json.loads(done.stdout)
-    assert read["reboot_program"] == ""
     assert [
         (n["name"], n["drained"], n["drained_by_hostcheck"], n["reason"]) for n in read["nodes"]
     ] == [
@@ -209,10 +217,8 @@ def test_nodes_says_which_drains_are_hostchecks_and_the_reboot_program(tmp_path)
         ("node2", True, False, "maintenance"),
         ("node3", False, False, ""),
     ]
-    rebooting = scontrol(tmp_path, NODES.splitlines()[0] + "\n", "/usr/sbin/reboot")
-    read = json.loads(hostcheck("nodes", "node1", "--scontrol", rebooting).stdout)
-    assert read["reboot_program"] == "/usr/sbin/reboot"
-    assert [n["name"] for n in read["nodes"]] == ["node1"]
+    read = json.loads(hostcheck("nodes", "node2", "--scontrol", scontrol(tmp_path, NODES)).stdout)
+    assert [n["name"] for n in read["nodes"]] == ["node2"]
 
 
 def test_nodes_with_scontrol_failing_is_one_line_and_exit_2(tmp_path):
@@ -224,4 +230,83 @@ def test_nodes_with_scontrol_failing_is_one_line_and_exit_2(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "hostcheck: error: scontrol -o failed (exit 1): slurm_load_node error: Unable to contact "
         "slurm controller"
+    ]
+
+
+def shm_thresholds(tmp_path, min_size: str) -> list[str]:
+    """hostcheck run's arguments: the shm check alone, against this machine's /dev/shm."""
+    config = tmp_path / f"config-{min_size}.yaml"
+    config.write_text(f"checks: {{shm: {{min_size: {min_size}, min_free: 1B}}}}\n")
+    return ["--", "--profile", "quick", "--check", "shm", "--config", str(config)]
+
+
+def test_verify_records_and_resumes_only_a_passing_host_hostcheck_drained(tmp_path):
+    fake = scontrol(tmp_path, NODES)
+    where = ("--state-dir", str(tmp_path / "state"), "--scontrol", fake)
+    failing = hostcheck(
+        "verify",
+        "--cause",
+        "shm.size",
+        "--resume",
+        "node1",
+        *where,
+        *shm_thresholds(tmp_path, "1PiB"),
+    )
+    assert failing.returncode == 0, failing.stderr
+    read = json.loads(failing.stdout)
+    assert (read["run_exit"], read["passes"], read["recorded"], read["resumed"]) == (
+        1,
+        False,
+        [],
+        False,
+    )
+    assert read["report"]["verdict"] == "fail"
+    assert calls(tmp_path) == [] and not (tmp_path / "state" / "state.json").exists()
+
+    passing = shm_thresholds(tmp_path, "1B")
+    read = json.loads(
+        hostcheck("verify", "--cause", "shm.size", "--resume", "node1", *where, *passing).stdout
+    )
+    assert (read["passes"], read["recorded"], read["resumed"]) == (True, ["shm.size"], True)
+    assert calls(tmp_path) == ["update NodeName=node1 State=RESUME"]
+    kept = json.loads((tmp_path / "state" / "state.json").read_text())
+    assert [(e["action"], e["causes"]) for e in kept["history"]] == [("repaired", ["shm.size"])]
+
+    # an admin's drain: passing is not enough
+    read = json.loads(hostcheck("verify", "--resume", "node2", *where, *passing).stdout)
+    assert (read["resumed"], read["node"]["reason"]) == (False, "maintenance")
+    assert calls(tmp_path) == ["update NodeName=node1 State=RESUME"]
+    assert hostcheck("verify", *where).returncode == 2
+
+
+def test_reboot_only_through_a_reboot_program_and_never_an_admins_drain(tmp_path):
+    state_dir = ("--state-dir", str(tmp_path / "state"))
+    reason = ("--reason", "hostcheck: repair reboots it: gpu.gpu0 row remapping")
+    cause = ("--cause", "gpu.gpu0 row remapping")
+    none = scontrol(tmp_path, NODES)
+    read = json.loads(
+        hostcheck("reboot", "node1", *reason, *cause, *state_dir, "--scontrol", none).stdout
+    )
+    assert (read["rebooting"], read["why"]) == (
+        False,
+        "slurm.conf has no RebootProgram, so Slurm cannot do it",
+    )
+    assert calls(tmp_path) == []
+    set_up = scontrol(tmp_path, NODES, reboot_program="/usr/local/sbin/reboot-node")
+    read = json.loads(
+        hostcheck("reboot", "node2", *reason, *cause, *state_dir, "--scontrol", set_up).stdout
+    )
+    assert (read["rebooting"], read["why"]) == (False, "drained by someone else (maintenance)")
+    assert calls(tmp_path) == [] and not (tmp_path / "state" / "state.json").exists()
+    read = json.loads(
+        hostcheck("reboot", "node1", *reason, *cause, *state_dir, "--scontrol", set_up).stdout
+    )
+    assert read["rebooting"] is True
+    assert calls(tmp_path) == [
+        "reboot ASAP nextstate=RESUME reason=hostcheck: repair reboots it: gpu.gpu0 row remapping "
+        "node1"
+    ]
+    kept = json.loads((tmp_path / "state" / "state.json").read_text())
+    assert [(e["action"], e["causes"]) for e in kept["history"]] == [
+        ("repaired", ["gpu.gpu0 row remapping"])
     ]
