@@ -9,8 +9,9 @@ the node's kernel log, an NVML that cannot start beside GPUs on the bus each dra
 with a reason naming the GPU; NVLinks down just after boot only warn, and the drain cap leaves
 a second failing node schedulable, on which a real Prometheus with the shipped rules fires
 HostcheckDrainCapped. playbooks/repair.yml on the same cluster: a drained node's /dev/shm
-resized by the shm role and the node resumed (check mode first, which changes nothing), an
-admin's drain left alone, the same cause again and GPU faults left for a person.
+resized by the shm role and the node resumed (check mode first, which changes nothing), stock
+Pillow over pillow-simd put right by the pillow_simd role and the node resumed, an admin's
+drain left alone, the same cause again and GPU faults left for a person.
 
 The kernel log here is a file in /dev/kmsg's format per host (gpu.kernel_log): the hosts share
 this machine's kernel, so a line in its ring buffer would reach all of them. What differs from
@@ -89,6 +90,8 @@ CONFIG = {
         # fail the check on every node
         "gpu": {"training_venv": CUDA_VENV, "kernel_log": KMSG},
         "memory": {"min_ram_per_gpu": "1GiB"},  # this machine's RAM over the two fake GPUs
+        # the site trains with pillow-simd (a venv without PIL skips the check)
+        "pillow": {"require_simd": True},
     }
 }
 VALUES = {
@@ -614,6 +617,31 @@ def test_repair_resizes_dev_shm_and_resumes_leaves_an_admins_drain_and_a_repeat(
     healthy_again(cluster, "node2")
 
 
+def test_repair_puts_pillow_simd_back_over_stock_pillow_and_resumes(
+    cluster, converged, values, tmp_path
+):
+    installed = run_playbook(
+        cluster.fleet, "tests/integration/playbooks/pillow_simd.yml", limit="node1"
+    )
+    assert installed.returncode == 0, installed.failure_text("node1")
+    # what an unconstrained `pip install pillow` in the training venv does
+    cluster.run(
+        "cd /tmp && PIP_CONFIG_FILE=/dev/null /opt/venvs/train/bin/pip install -q pillow==12.3.0",
+        "node1",
+    )
+    cluster.wait_for("node1", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
+    reason = cluster.node("node1")["Reason"]
+    assert reason == "hostcheck: pillow: distribution pillow 12.3.0 (expected pillow-simd)"
+    done, hosts = repair(cluster, values, tmp_path / "pillow")
+    assert done.returncode == 0, done.stderr[-3000:]
+    node1 = hosts["node1"]
+    assert (node1["action"], node1["roles"]) == ("repaired and resumed", ["pillow_simd"]), node1
+    assert node1["before"] == {"pillow.distribution": "distribution pillow 12.3.0"}
+    assert node1["after"] == {"pillow.distribution": "pass: distribution pillow-simd 12.1.1.post0"}
+    cluster.wait_for("node1", schedulable, timeout=10)
+    assert cluster.srun("-N1 -w node1 hostname").stdout.strip() == "node1"
+
+
 def test_repair_leaves_gpu_faults_to_a_person_and_says_why(gpus, values, tmp_path):
     set_nvml(gpus, "node1", "0 ecc_uncorrected=2\n")
     gpus.wait_for("node1", drained_by_hostcheck, timeout=INTERVAL + BUDGET + 10)
@@ -639,7 +667,8 @@ def test_repair_leaves_gpu_faults_to_a_person_and_says_why(gpus, values, tmp_pat
         )
         assert drained_by_hostcheck(gpus.node("node1"))
         assert "ecc uncorrected 2 volatile" in gpus.node("node1")["Reason"]
-        assert not [e for e in history(gpus, "node1") if e["action"] == "repaired"]
+        repaired = [e["causes"] for e in history(gpus, "node1") if e["action"] == "repaired"]
+        assert not [c for causes in repaired for c in causes if c.startswith("gpu.")], repaired
     finally:
         set_nvml(gpus, "node1", "")
         set_nvml(gpus, "node2", "")
