@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tests.integration.ansible import CHECKOUT_CONTROLLER
 from tests.paths import CHECKOUT as REPO
 
 REPORT = REPO / "playbooks" / "files" / "repair_report.py"
@@ -232,3 +233,42 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         "repair_report.py: standard input: not {host: outcome}",
     )
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"repair_from": "nagios"}, "repair_from: slurm, audit, prometheus or hosts, got 'nagios'"),
+        ({"repair_max_hosts": 0}, "repair_max_hosts: a whole number above 0, got '0'"),
+        ({"repair_window_days": "-1"}, "repair_window_days: a number of days, 0 or more, got '-1'"),
+        ({"repair_from": "audit"}, "repair_audit_dir: needed with repair_from=audit"),
+        ({"repair_slurm_host": "login9"}, "got 'login9'"),
+    ],
+)
+def test_bad_variables_fail_the_play_before_any_host_is_touched(tmp_path, extra, named):
+    # the host's address is one nothing answers on: a play that reached it would fail otherwise
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "gpu_nodes:\n  hosts:\n    node1: {ansible_host: 192.0.2.1, ansible_connection: ssh}\n"
+    )
+    done = subprocess.run(
+        [
+            str(CHECKOUT_CONTROLLER.bin / "ansible-playbook"),
+            "-i",
+            str(inventory),
+            "playbooks/repair.yml",
+            "-e",
+            json.dumps({**extra, "repair_reports_dir": str(tmp_path)}),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=CHECKOUT_CONTROLLER.cwd,
+        env=CHECKOUT_CONTROLLER.environment(),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout[-2000:]
+    assert "TASK [Check the repair variables]" in done.stdout
+    assert named in done.stdout
+    assert "UNREACHABLE" not in done.stdout and "TASK [Read Slurm" not in done.stdout
+    assert not list(tmp_path.glob("repair-*.json"))

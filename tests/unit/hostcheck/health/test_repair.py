@@ -104,9 +104,10 @@ def test_roles_of_a_remedy_take_the_longest_role_name():
     assert repair.roles_of("not fixable by a role variable: replace the GPU") == []
 
 
-def hostcheck(*args: str) -> subprocess.CompletedProcess:
+def hostcheck(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "hostcheck", "repair", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=60,
@@ -149,24 +150,13 @@ def test_a_file_that_is_no_report_is_one_line_and_exit_2(tmp_path):
     assert state.ACTIONS == ("drained", "resumed", "repaired")
 
 
-def hostcheck_stdin(text: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hostcheck", "repair", *args],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_the_plan_reads_a_report_from_standard_input(docker_like, tmp_path):  # noqa: F811
     small = shm.run(docker_like.context(shm_config("50%")))
     where = ("--state-dir", str(tmp_path / "state"))
-    done = hostcheck_stdin(json.dumps(report(small)), "plan", "--report", "-", *where)
+    done = hostcheck("plan", "--report", "-", *where, stdin=json.dumps(report(small)))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["roles"] == ["shm"]
-    bad = hostcheck_stdin("hostcheck: error: no report", "plan", "--report", "-", *where)
+    bad = hostcheck("plan", "--report", "-", *where, stdin="hostcheck: error: no report")
     assert bad.returncode == 2
     assert bad.stderr.startswith("hostcheck: error: --report -: cannot read it: ")
 
