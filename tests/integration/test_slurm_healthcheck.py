@@ -106,6 +106,11 @@ FULL_RUN = (
     f"{HOSTCHECK} run --profile default --config {CONFIG_FILE} "
     f"--reuse-measurements {REPORT} --report json:{REPORT} >/dev/null"
 )
+# what playbooks/audit.yml fetches from a host: the report of the same run
+AUDIT_RUN = (
+    f"{HOSTCHECK} run --profile default --config {CONFIG_FILE} "
+    f"--reuse-measurements {REPORT} --report json:- 2>/dev/null"
+)
 
 
 @pytest.fixture(scope="module")
@@ -648,11 +653,18 @@ def test_repair_leaves_gpu_faults_to_a_person_and_says_why(gpus, values, tmp_pat
     # drained for an ECC error: one the cap (one node) allows; a pending row remap on node2
     set_nvml(gpus, "node2", "0 remap_pending=1 remap_uncorrected=1\n")
     try:
+        # the hosts as an audit found them: node2 is failing but the cap left it schedulable
+        audit = tmp_path / "audit"
+        audit.mkdir()
+        for host in gpus.hosts:
+            ran = gpus.run(AUDIT_RUN, host.name, check=False)  # exit 1 when it fails
+            (audit / f"{host.name}.json").write_text(ran.stdout)
         done, hosts = repair(
-            gpus, values, tmp_path / "gpu", limit="node1,node2", repair_from="hosts"
+            gpus, values, tmp_path / "gpu", repair_from="audit", repair_audit_dir=str(audit)
         )
         assert done.returncode == 2
-        assert sorted(hosts) == ["node1", "node2"]
+        assert hosts["node3"]["action"] == "skipped"
+        assert hosts["node3"]["said"].startswith("hostcheck fleet says it does not fail (")
         node1, node2 = hosts["node1"], hosts["node2"]
         assert node1["action"] == "for a person", node1
         assert node1["said"].startswith(
