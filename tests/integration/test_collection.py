@@ -22,7 +22,7 @@ COVERS = (
     "playbooks/*",
 )
 
-PLAYBOOKS = ["site", "provision", "verify", "audit", "stage_dataset"]
+PLAYBOOKS = ["site", "provision", "verify", "audit", "stage_dataset", "repair"]
 
 
 @pytest.fixture(scope="module")

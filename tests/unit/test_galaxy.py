@@ -72,7 +72,7 @@ def test_every_plugin_named_by_its_full_name_exists():
     ours = {plugin for ns, coll, plugin in used_names() if (ns, coll) == (namespace, name)}
     unknown = ours - filters - modules - actions - roles - playbooks
     assert not unknown, f"{PREFIX}* names that the collection does not have: {sorted(unknown)}"
-    assert {"site", "provision", "verify", "audit", "stage_dataset"} <= playbooks
+    assert {"site", "provision", "verify", "audit", "stage_dataset", "repair"} <= playbooks
 
 
 def test_no_role_or_playbook_reaches_outside_the_collection():
