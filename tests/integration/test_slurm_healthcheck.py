@@ -577,6 +577,17 @@ def test_repair_resizes_dev_shm_and_resumes_leaves_an_admins_drain_and_a_repeat(
             "skipped",
             "not drained by hostcheck",
         )
+        # every host of the play, one repaired per run: the cap leaves node2 for the next run
+        done, capped = repair(
+            cluster, values, tmp_path / "cap", check=True, repair_from="hosts", repair_max_hosts=1
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert {name: entry["action"] for name, entry in capped.items()} == {
+            "node1": "nothing to do",
+            "node2": "skipped",
+            "node3": "skipped",
+        }
+        assert capped["node2"]["said"] == "over repair_max_hosts (1): not repaired in this run"
         assert {n: cluster.run(files, n).stdout for n in ("node2", "node3")} == before
         assert history(cluster, "node2") == kept
         assert drained_by_hostcheck(cluster.node("node2"))
