@@ -1,10 +1,11 @@
 """`hostcheck repair plan|verify|reboot|record|nodes`: the host's side of playbooks/repair.yml.
 plan prints what a repair may do about a report's failing checks (hostcheck.health.repair) as
-JSON; verify checks the host again after a repair and, when it passes, keeps the repair in the
-health check's history (state.json, under its lock) and resumes the node if hostcheck drained
-it; reboot asks Slurm to reboot the node where it can; record keeps a repair in the history;
-nodes prints Slurm's nodes as the repair reads them (drained, by whom). Like the health check,
-they tell Slurm through this host's own scontrol, and only about hostcheck's own drains."""
+JSON; verify checks the host again after a repair, keeps each cause it set right in the health
+check's history (state.json, under its lock) and, when the host passes, resumes the node if
+hostcheck drained it; reboot asks Slurm to reboot the node where it can; record keeps a repair
+in the history; nodes prints Slurm's nodes as the repair reads them (drained, by whom). Like
+the health check, they tell Slurm through this host's own scontrol, and only about hostcheck's
+own drains."""
 
 from __future__ import annotations
 
@@ -26,14 +27,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "repair",
         help="what a repair may do about a report's failures; check it, resume, record it",
         description="plan: from a report (hostcheck run's JSON), each failing finding's fix: "
-        "the roles whose variables its remedy names, a reboot where a GPU reset or a reboot "
-        "clears it, else a person; a cause repaired before within --window-days goes to a "
-        "person. verify: run hostcheck again; when it passes, keep the repair in the health "
-        "check's history and resume the node if hostcheck drained it. reboot: ask Slurm to "
-        "reboot the node and resume it, where slurm.conf has a RebootProgram. record: keep a "
-        "repair in the history. nodes: Slurm's nodes (state, reason, drained by hostcheck). "
-        "Each prints JSON. Exit 0; 2 on bad usage, an unreadable report, hostcheck run leaving "
-        "no report, or scontrol failing.",
+        "the roles "
+        "whose variables its remedy names, a reboot where a GPU reset or a reboot clears it, "
+        "else a person; a cause repaired before within --window-days goes to a person. "
+        "verify: run hostcheck again, keep each --cause it set right in the health check's "
+        "history, and when it passes resume the node if hostcheck drained it. reboot: ask "
+        "Slurm to reboot the node and resume it, where slurm.conf has a RebootProgram. "
+        "record: keep a repair in the history. nodes: Slurm's nodes (state, reason, drained "
+        "by hostcheck). Each prints JSON. Exit 0; 2 on bad usage, an unreadable report, "
+        "hostcheck run leaving no report, or scontrol failing.",
     )
     actions = repair.add_subparsers(dest="repair_action", metavar="ACTION", required=True)
     plan = actions.add_parser("plan", help="print what a repair may do, as JSON")
@@ -54,9 +56,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     verify = actions.add_parser(
         "verify",
-        help="run hostcheck after a repair; if it passes, record the repair and resume the node",
+        help="run hostcheck after a repair; record the causes it set right; resume the node "
+        "if it passes",
     )
-    verify.add_argument("--resume", metavar="NODE", help="resume this node if hostcheck drained it")
+    verify.add_argument(
+        "--resume", metavar="NODE", help="resume this node if hostcheck drained it and it passes"
+    )
     reboot = actions.add_parser(
         "reboot",
         help="ask Slurm to reboot a node and resume it (scontrol reboot ASAP nextstate=RESUME) "
@@ -68,7 +73,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     nodes = actions.add_parser("nodes", help="print Slurm's nodes (drained, by whom), as JSON")
     nodes.add_argument("names", nargs="*", metavar="NODE", help="these nodes (default: all)")
     for parser, when in (
-        (verify, "when hostcheck passes"),
+        (verify, "when its finding no longer fails"),
         (reboot, "when Slurm takes the reboot"),
         (record, "now"),
     ):
@@ -213,8 +218,11 @@ def _verify(args: argparse.Namespace, now: dt.datetime) -> dict:
         raise UsageError("verify: give hostcheck run's arguments after --")
     run_exit, report = _hostcheck_run(run_args)
     passes = run_exit == 0
-    if passes and args.cause:
-        _record(args.state_dir, args.cause, now)
+    # each cause the repair set right, even while another still fails
+    still = set(_failing_causes(report))
+    recorded = [c for c in args.cause if c not in still]
+    if recorded:
+        _record(args.state_dir, recorded, now)
     node, resumed = None, False
     if args.resume:
         scontrol = _scontrol(args)
@@ -227,11 +235,19 @@ def _verify(args: argparse.Namespace, now: dt.datetime) -> dict:
     return {
         "run_exit": run_exit,
         "passes": passes,
-        "recorded": args.cause if passes else [],
+        "recorded": recorded,
         "resumed": resumed,
         "node": node,
         "report": report,
     }
+
+
+def _failing_causes(report: dict) -> list[str]:
+    from hostcheck.health.verdict import cause_keys
+    from hostcheck.model import CheckResult, Status
+
+    checks = [CheckResult.from_dict(c) for c in report.get("checks") or []]
+    return [key for c in checks if c.status == Status.FAIL for key in cause_keys(c)]
 
 
 def _reboot(args: argparse.Namespace, now: dt.datetime) -> dict:

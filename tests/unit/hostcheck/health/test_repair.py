@@ -252,6 +252,17 @@ def test_verify_records_and_resumes_only_a_passing_host_hostcheck_drained(tmp_pa
     )
     assert read["report"]["verdict"] == "fail"
     assert calls(tmp_path) == [] and not (tmp_path / "state" / "state.json").exists()
+    # a repair that set one cause right while another still fails: that one is kept
+    read = json.loads(
+        hostcheck(
+            "verify", "--cause", "shm.size", "--cause", "ulimits.process nofile soft", *where,
+            *shm_thresholds(tmp_path, "1PiB"),
+        ).stdout
+    )  # fmt: skip
+    assert (read["passes"], read["recorded"]) == (False, ["ulimits.process nofile soft"])
+    kept = json.loads((tmp_path / "state" / "state.json").read_text())
+    assert [e["causes"] for e in kept["history"]] == [["ulimits.process nofile soft"]]
+    (tmp_path / "state" / "state.json").unlink()
 
     passing = shm_thresholds(tmp_path, "1B")
     read = json.loads(
