@@ -2,7 +2,8 @@
 two sandbox hosts reading the hostcheck timer's textfile (role hostcheck, a 20 s schedule), a
 Prometheus on this machine scraping them with monitoring/prometheus/hostcheck-rules.yml
 loaded. The rules' `for:` durations are shortened to 10 s here (promtool's rule tests hold
-them at their real values); every outcome is read from Prometheus' HTTP API."""
+them at their real values); every outcome is read from Prometheus' HTTP API. The failing host
+Prometheus shows is repaired by playbooks/repair.yml, which reads it from there."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ COVERS = (
     "plugins/plugin_utils/systemd_quoting.py",
     "tests/integration/prometheus_server.py",
     "tests/integration/playbooks/hostcheck.yml",
+    "playbooks/repair.yml",
 )
 
 pytestmark = pytest.mark.integration
@@ -235,8 +237,31 @@ def test_the_dashboards_queries_run_on_the_real_prometheus(monitored):
     assert all(float(s["value"][1]) < 2 for s in staleness)
 
 
-def test_a_shrunk_dev_shm_goes_pending_then_firing_with_its_remedy(monitored):
-    fleet, prometheus, _ = monitored
+def repaired_from_prometheus(fleet, prometheus, values: dict, folder):
+    """playbooks/repair.yml on the hosts `hostcheck fleet --prometheus` finds failing (named by
+    the hostname label: the inventory's names), shm_size in the inventory as site.yml has it;
+    the run and its report's hosts by name."""
+    done = run_playbook(
+        fleet,
+        "playbooks/repair.yml",
+        extra_vars={
+            **values,
+            "shm_size": "64MiB",
+            "repair_from": "prometheus",
+            "repair_prometheus_url": prometheus.url,
+            "repair_fleet_args": ["--host-label", "hostname"],
+            "repair_slurm_host": "",
+            "repair_reports_dir": str(folder),
+        },
+    )
+    (written,) = folder.glob("repair-*.json")
+    return done, {entry["host"]: entry for entry in json.loads(written.read_text())["hosts"]}
+
+
+def test_a_shrunk_dev_shm_goes_pending_then_firing_with_its_remedy_then_repair_yml_fixes_it(
+    monitored, tmp_path
+):
+    fleet, prometheus, values = monitored
     node2 = fleet.hosts()[1]
     instance = f"{node2.address}:9100"
     began = time.monotonic()
@@ -255,9 +280,17 @@ def test_a_shrunk_dev_shm_goes_pending_then_firing_with_its_remedy(monitored):
 
     try:
         prometheus.wait(shm_alert_firing, "firing for node2's shm", 120)
+        # the hosts to repair as Prometheus has them: playbooks/repair.yml, no Slurm here
+        done, hosts = repaired_from_prometheus(fleet, prometheus, values, tmp_path)
     finally:
         sh(fleet, node2, "mount -o remount,size=64m /dev/shm && systemctl start hostcheck.service")
     print(f"/dev/shm shrunk to pending {seen['pending']:.1f} s, to firing {seen['firing']:.1f} s")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (hosts["node2"]["action"], hosts["node2"]["roles"]) == ("repaired", ["shm"])
+    assert hosts["node2"]["before"] == {"shm.size": "size 16.0 MiB"}
+    assert hosts["node2"]["after"] == {"shm.size": "pass: size 64.0 MiB"}
+    assert hosts["node1"]["action"] == "skipped"
+    assert hosts["node1"]["said"].startswith("hostcheck fleet says it does not fail (")
     assert seen["pending"] < seen["firing"]
     assert seen["failing"] == ["1"], seen["failing"]
     alert = seen["alert"]
