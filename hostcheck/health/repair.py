@@ -65,9 +65,46 @@ def roles_of(remedy: str) -> list[str]:
     return list(dict.fromkeys(roles))
 
 
+def _shown(finding: Finding) -> str:
+    return f"{finding.name} {finding.display or finding.measured}"
+
+
+def _checks(report: dict) -> list[CheckResult]:
+    return [CheckResult.from_dict(data) for data in report.get("checks") or []]
+
+
+def failing_causes(report: dict) -> list[str]:
+    """The causes a report fails for, check.finding as the health check's history names them."""
+    return [key for c in _checks(report) if c.status == Status.FAIL for key in cause_keys(c)]
+
+
+def after(report: dict, keys: list[str]) -> dict[str, str]:
+    """What a report shows of these causes ("pass: size 64.0 MiB"), then of the causes it fails
+    for besides: a host's values after a repair."""
+    checks = {check.id: check for check in _checks(report)}
+    shown: dict[str, str] = {}
+    for key in keys:
+        check_id, _, name = key.partition(".")
+        check = checks.get(check_id)
+        finding = next((f for f in check.findings if f.name == name), None) if check else None
+        if finding is not None:
+            shown[key] = f"{finding.status.value}: {_shown(finding)}"
+        else:
+            shown[key] = f"{check.status.value}: {check.summary}" if check else "not run"
+    for check in checks.values():
+        if check.status != Status.FAIL:
+            continue
+        by_key = {f"{check.id}.{f.name}": f for f in check.findings}
+        for key in cause_keys(check):
+            if key not in shown:
+                finding = by_key.get(key)
+                shown[key] = f"fail: {_shown(finding) if finding else check.summary}"
+    return shown
+
+
 def _cause(check: CheckResult, key: str, finding: Finding | None) -> Cause:
     remedy = (finding.remedy if finding else "") or check.remedy
-    shown = f"{finding.name} {finding.display or finding.measured}" if finding else check.summary
+    shown = _shown(finding) if finding else check.summary
     if finding is not None and finding.cleared_by:
         return Cause(key, shown, remedy, REBOOT)
     roles = roles_of(remedy)
@@ -84,8 +121,7 @@ def plan(report: dict, history: list[dict], now: dt.datetime, window_days: float
         if entry.get("action") == "repaired" and str(entry.get("at")) >= since:
             repaired.update(dict.fromkeys(entry.get("causes") or [], entry["at"]))
     found = Plan()
-    for data in report.get("checks") or []:
-        check = CheckResult.from_dict(data)
+    for check in _checks(report):
         if check.status != Status.FAIL:
             continue
         failing = {f"{check.id}.{f.name}": f for f in check.findings if f.status == Status.FAIL}

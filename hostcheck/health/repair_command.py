@@ -200,26 +200,18 @@ def _scontrol(args: argparse.Namespace):
     return slurm.Scontrol(args.scontrol, lambda: SCONTROL_SECONDS)
 
 
-def _node_shown(node) -> dict:
-    return {
-        "name": node.name,
-        "state": node.state,
-        "reason": node.reason,
-        "drained": node.drained,
-        "drained_by_hostcheck": node.drained_by_hostcheck,
-    }
-
-
 def _verify(args: argparse.Namespace, now: dt.datetime) -> dict:
     from hostcheck.commands.common import UsageError
 
     run_args = _run_args(args)
     if not run_args:
         raise UsageError("verify: give hostcheck run's arguments after --")
+    from hostcheck.health import repair
+
     run_exit, report = _hostcheck_run(run_args)
     passes = run_exit == 0
     # each cause the repair set right, even while another still fails
-    still = set(_failing_causes(report))
+    still = set(repair.failing_causes(report))
     recorded = [c for c in args.cause if c not in still]
     if recorded:
         _record(args.state_dir, recorded, now)
@@ -231,23 +223,16 @@ def _verify(args: argparse.Namespace, now: dt.datetime) -> dict:
         if resumed:
             scontrol.resume(args.resume)
             found = scontrol.node(args.resume)
-        node = _node_shown(found)
+        node = found.to_dict()
     return {
         "run_exit": run_exit,
         "passes": passes,
         "recorded": recorded,
         "resumed": resumed,
         "node": node,
-        "report": report,
+        "verdict": report.get("verdict"),
+        "after": repair.after(report, args.cause),
     }
-
-
-def _failing_causes(report: dict) -> list[str]:
-    from hostcheck.health.verdict import cause_keys
-    from hostcheck.model import CheckResult, Status
-
-    checks = [CheckResult.from_dict(c) for c in report.get("checks") or []]
-    return [key for c in checks if c.status == Status.FAIL for key in cause_keys(c)]
 
 
 def _reboot(args: argparse.Namespace, now: dt.datetime) -> dict:
@@ -263,10 +248,10 @@ def _reboot(args: argparse.Namespace, now: dt.datetime) -> dict:
         if args.cause:
             _record(args.state_dir, args.cause, now)
         node = scontrol.node(args.name)
-    return {"rebooting": not why, "why": why, "node": _node_shown(node)}
+    return {"rebooting": not why, "why": why, "node": node.to_dict()}
 
 
 def _nodes(args: argparse.Namespace, now: dt.datetime) -> dict:
     scontrol = _scontrol(args)
     nodes = [scontrol.node(n) for n in args.names] if args.names else scontrol.nodes()
-    return {"nodes": [_node_shown(n) for n in nodes]}
+    return {"nodes": [n.to_dict() for n in nodes]}

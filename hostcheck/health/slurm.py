@@ -42,6 +42,16 @@ class Node:
     def drained_by_hostcheck(self) -> bool:
         return self.drained and self.reason.startswith(PREFIX)
 
+    def to_dict(self) -> dict:
+        """As `hostcheck repair` prints it."""
+        return {
+            "name": self.name,
+            "state": self.state,
+            "reason": self.reason,
+            "drained": self.drained,
+            "drained_by_hostcheck": self.drained_by_hostcheck,
+        }
+
 
 def parse_node(text: str) -> Node:
     """`scontrol -o show node NAME`: one line of Key=Value pairs; the reason runs from

@@ -250,7 +250,9 @@ def test_verify_records_and_resumes_only_a_passing_host_hostcheck_drained(tmp_pa
         [],
         False,
     )
-    assert read["report"]["verdict"] == "fail"
+    assert read["verdict"] == "fail"
+    assert read["after"] == {"shm.size": read["after"]["shm.size"]}
+    assert read["after"]["shm.size"].startswith("fail: size ")
     assert calls(tmp_path) == [] and not (tmp_path / "state" / "state.json").exists()
     # a repair that set one cause right while another still fails: that one is kept
     read = json.loads(
@@ -269,6 +271,9 @@ def test_verify_records_and_resumes_only_a_passing_host_hostcheck_drained(tmp_pa
         hostcheck("verify", "--cause", "shm.size", "--resume", "node1", *where, *passing).stdout
     )
     assert (read["passes"], read["recorded"], read["resumed"]) == (True, ["shm.size"], True)
+    assert list(read["after"]) == ["shm.size"] and read["after"]["shm.size"].startswith(
+        "pass: size "
+    )
     assert calls(tmp_path) == ["update NodeName=node1 State=RESUME"]
     kept = json.loads((tmp_path / "state" / "state.json").read_text())
     assert [(e["action"], e["causes"]) for e in kept["history"]] == [("repaired", ["shm.size"])]
