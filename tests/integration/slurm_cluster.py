@@ -15,8 +15,9 @@ import re
 import shlex
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.paths import MACHINE_CACHE
@@ -314,18 +315,43 @@ class SlurmCluster:
         self, ready: Callable[[dict[str, str]], bool], what: str, timeout: float
     ) -> float:
         start = time.monotonic()
-        while True:
-            done = self.run("sinfo -N -h -o '%N %T'", check=False, timeout=30)
-            states = dict(line.split(None, 1) for line in done.stdout.splitlines() if " " in line)
-            if done.returncode == 0 and ready(states):
+        seen = "nothing (no answer from the host)"
+        for code, output in self.rounds("sinfo -N -h -o '%N %T'", timeout):
+            states = dict(line.split(None, 1) for line in output.splitlines() if " " in line)
+            if code == 0 and ready(states):
                 return time.monotonic() - start
-            if time.monotonic() - start > timeout:
-                seen = f"{done.stdout.strip()}\n{done.stderr.strip()}".strip()
-                raise SlurmError(
-                    f"{what} after {timeout:.0f} s; sinfo on {self.controller.name}:\n{seen}\n"
-                    + self.journals()
-                )
-            time.sleep(0.25)
+            seen = output.strip()
+        raise SlurmError(
+            f"{what} after {timeout:.0f} s; sinfo on {self.controller.name}:\n{seen}\n"
+            + self.journals()
+        )
+
+    def rounds(
+        self, command: str, timeout: float, interval: float = 0.25
+    ) -> Iterator[tuple[int, str]]:
+        """The command on node1 every `interval` s, in one SSH session (one login per wait,
+        not one per look): each round's exit code and output (stdout and stderr together), as
+        they come, until the caller stops or `timeout` s have passed."""
+        script = (
+            f"while :; do out=$({command} 2>&1); "
+            f'echo "$? $(printf %s "$out" | base64 -w0)"; sleep {interval:g}; done'
+        )
+        process = subprocess.Popen(
+            self.fleet.ssh_argv(self.controller, script),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        deadline = threading.Timer(timeout, process.kill)
+        deadline.start()
+        try:
+            for line in process.stdout:
+                code, _, encoded = line.strip().partition(" ")
+                yield int(code), base64.b64decode(encoded).decode(errors="replace")
+        finally:
+            deadline.cancel()
+            process.kill()
+            process.wait()
 
     def journals(self, lines: int = 30) -> str:
         """The last journal lines of munge and the Slurm daemons on every host."""
@@ -363,21 +389,20 @@ class SlurmCluster:
         timeout: float = 30.0,
         interval: float = 0.25,
     ) -> float:
-        """Poll node(name) until predicate(node) holds; how long that took. Errors (the
-        controller down) count as not yet."""
+        """Look at node(name) every `interval` s until predicate(node) holds; how long that
+        took. Errors (the controller down) count as not yet."""
         start = time.monotonic()
-        while True:
-            try:
-                seen = self.node(name)
-            except SlurmError as error:
-                last = str(error)
-            else:
-                if predicate(seen):
-                    return time.monotonic() - start
-                last = f"State={seen.get('State')} Reason={seen.get('Reason')!r}"
-            if time.monotonic() - start > timeout:
-                raise SlurmError(f"{name}: not as awaited after {timeout:.0f} s; last seen {last}")
-            time.sleep(interval)
+        last = "nothing (no answer from the host)"
+        command = f"scontrol show node {shlex.quote(name)} -o"
+        for code, output in self.rounds(command, timeout, interval):
+            if code != 0:
+                last = f"{command!r} exited {code}: {output.strip()}"
+                continue
+            seen = parse_node(output)
+            if predicate(seen):
+                return time.monotonic() - start
+            last = f"State={seen.get('State')} Reason={seen.get('Reason')!r}"
+        raise SlurmError(f"{name}: not as awaited after {timeout:.0f} s; last seen {last}")
 
     def srun(self, args: str | Sequence[str], timeout: float = 30.0) -> subprocess.CompletedProcess:
         """srun ARGS on node1, killed after timeout (exit 124); not checked."""

@@ -16,6 +16,7 @@ COVERS = (
     "hostcheck/root_runs.py",
     "roles/hostcheck/tasks/validate.yml",
     "roles/slurm_healthcheck/tasks/validate.yml",
+    "roles/slurm_healthcheck/tasks/refusals.yml",
     "tests/integration/playbooks/validate_all.yml",
 )
 
