@@ -545,6 +545,11 @@ def repair(
     return done, {entry["host"]: entry for entry in json.loads(written[0].read_text())["hosts"]}
 
 
+def why(done, hosts: dict) -> tuple:
+    """What a repair.yml run that did not pass said: its report's hosts and the failed tasks."""
+    return (hosts, [done.failure_text(h) for h in done.failed_hosts()], done.stderr[-3000:])
+
+
 def shm_size(cluster: SlurmCluster, name: str) -> int:
     return int(cluster.run("df -B1 --output=size /dev/shm | tail -1", name).stdout)
 
@@ -566,7 +571,7 @@ def test_repair_resizes_dev_shm_and_resumes_leaves_an_admins_drain_and_a_repeat(
         kept = history(cluster, "node2")
         # check mode: says what it would do, changes nothing on the hosts or in Slurm
         done, hosts = repair(cluster, values, tmp_path / "check", check=True)
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == 0, why(done, hosts)
         assert hosts["node2"]["action"] == "would repair", hosts["node2"]
         assert hosts["node2"]["said"] == (
             "run role shm; check it again, resume it if it passes (check mode: nothing changed)"
@@ -581,7 +586,7 @@ def test_repair_resizes_dev_shm_and_resumes_leaves_an_admins_drain_and_a_repeat(
         done, capped = repair(
             cluster, values, tmp_path / "cap", check=True, repair_from="hosts", repair_max_hosts=1
         )
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == 0, why(done, capped)
         assert {name: entry["action"] for name, entry in capped.items()} == {
             "node1": "nothing to do",
             "node2": "skipped",
@@ -596,7 +601,7 @@ def test_repair_resizes_dev_shm_and_resumes_leaves_an_admins_drain_and_a_repeat(
         began = time.monotonic()
         done, hosts = repair(cluster, values, tmp_path / "repair")
         print(f"repair.yml, drained /dev/shm to resumed: {time.monotonic() - began:.1f} s")
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == 0, why(done, hosts)
         node2 = hosts["node2"]
         assert node2["action"] == "repaired and resumed", node2
         assert node2["roles"] == ["shm"]
@@ -649,7 +654,7 @@ def test_repair_puts_pillow_simd_back_over_stock_pillow_and_resumes(
     reason = cluster.node("node1")["Reason"]
     assert reason == "hostcheck: pillow: distribution pillow 12.3.0 (expected pillow-simd)"
     done, hosts = repair(cluster, values, tmp_path / "pillow")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, why(done, hosts)
     node1 = hosts["node1"]
     assert (node1["action"], node1["roles"]) == ("repaired and resumed", ["pillow_simd"]), node1
     assert node1["before"] == {"pillow.distribution": "distribution pillow 12.3.0"}
