@@ -40,7 +40,10 @@ help:
 	@echo "make sandbox-up HOSTS=3 [OS=debian12,ubuntu2404,rocky9] | sandbox-status | sandbox-down"
 
 # --no-compile: pip would byte-compile every file of torch and ansible (25 of the step's 63 s
-# here); Python compiles what is imported, once, on first import.
+# here); Python compiles what is imported, once, on first import: unless PYTHONDONTWRITEBYTECODE
+# is set (this machine's shells set it), and then every Python process (each ansible-playbook,
+# each pytest worker's collection, each import of torch) compiles its modules again.
+unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-compile --upgrade pip

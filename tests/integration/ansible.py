@@ -155,7 +155,8 @@ class PlaybookRun:
         return found
 
     def failure_text(self, host: str) -> str:
-        """Every failure message of a host, those of loop items included, then stderr."""
+        """Every failure message of a host, those of loop items included (with the end of a
+        failed command's stderr), then ansible-playbook's stderr."""
         found = []
         for play in self.output.get("plays", []):
             for task in play["tasks"]:
@@ -163,7 +164,9 @@ class PlaybookRun:
                 # results: loop items, or lines of text for some modules (apt's)
                 for item in [result, *result.get("results", [])]:
                     if isinstance(item, dict) and item.get("failed"):
-                        found.append(str(item.get("msg", "")))
+                        stderr = str(item.get("stderr") or "").strip()
+                        said = f" (stderr: {stderr[-1000:]})" if stderr else ""
+                        found.append(str(item.get("msg", "")) + said)
         return " | ".join(found) + self.stderr
 
     def task_results(self, name: str) -> dict[str, dict]:

@@ -545,9 +545,11 @@ def repair(
     return done, {entry["host"]: entry for entry in json.loads(written[0].read_text())["hosts"]}
 
 
-def why(done, hosts: dict) -> tuple:
-    """What a repair.yml run that did not pass said: its report's hosts and the failed tasks."""
-    return (hosts, [done.failure_text(h) for h in done.failed_hosts()], done.stderr[-3000:])
+def why(done, hosts: dict) -> str:
+    """What a repair.yml run that did not pass said: its report's hosts and its failed tasks
+    (a string: pytest would cut a longer object short)."""
+    failed = {h: done.failure_text(h) for h in sorted({*hosts, *done.failed_hosts()})}
+    return json.dumps({"report": hosts, "failed": failed, "stderr": done.stderr[-3000:]}, indent=1)
 
 
 def shm_size(cluster: SlurmCluster, name: str) -> int:
