@@ -20,6 +20,8 @@ from hostcheck.health.command import DEFAULT_STATE_DIR
 DEFAULT_REPORT = "/var/lib/hostcheck/report.json"
 DEFAULT_WINDOW_DAYS = 7.0  # the same cause back within a week is not something a role fixes
 SCONTROL_SECONDS = 30.0  # for each scontrol call
+# slurmd kills its HealthCheckProgram after 60 s: a health check holds the state's lock no longer
+STATE_LOCK_WAIT_S = 60.0
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -107,7 +109,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hostcheck.commands.common import EXIT_OK, UsageError
-    from hostcheck.health import slurm
+    from hostcheck.health import slurm, state
 
     now = dt.datetime.now(dt.timezone.utc)
     try:
@@ -119,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         shown = {"plan": _plan, "verify": _verify, "reboot": _reboot, "nodes": _nodes}[
             args.repair_action
         ](args, now)
-    except slurm.SlurmError as exc:
+    except (slurm.SlurmError, state.Busy) as exc:
         raise UsageError(str(exc)) from None
     print(json.dumps(shown, indent=2))
     return EXIT_OK
@@ -128,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 def _record(state_dir: str, causes: list[str], now: dt.datetime) -> None:
     from hostcheck.health import state
 
-    with state.locked(state_dir):
+    with state.locked(state_dir, wait_s=STATE_LOCK_WAIT_S):
         kept, _ = state.load(state_dir)
         history, counts = state.recorded(kept, "repaired", causes, now)
         state.save(state_dir, kept.get("streaks") or {}, kept.get("last") or {}, history, counts)

@@ -9,6 +9,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 
 KIND = "hostcheck-healthcheck-state"
@@ -20,6 +21,7 @@ LOCK_FILE = "lock"
 HISTORY_DAYS = 30
 HISTORY_LENGTH = 100
 ACTIONS = ("drained", "resumed", "repaired")  # repaired: by playbooks/repair.yml
+LOCK_POLL_S = 0.1
 
 
 class Busy(Exception):
@@ -95,11 +97,20 @@ def save(
 
 
 @contextlib.contextmanager
-def locked(folder: str) -> Iterator[None]:
+def locked(folder: str, wait_s: float = 0.0) -> Iterator[None]:
+    """The state folder's lock. A health check that finds it held gives up at once (wait_s 0:
+    that run says unknown); a repair recording into the history waits up to wait_s for the
+    health check holding it."""
     os.makedirs(folder, mode=0o755, exist_ok=True)
     with open(os.path.join(folder, LOCK_FILE), "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Busy(f"another health check holds {handle.name}") from None
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    waited = f" (waited {wait_s:g} s)" if wait_s else ""
+                    raise Busy(f"another health check holds {handle.name}{waited}") from None
+                time.sleep(LOCK_POLL_S)
         yield

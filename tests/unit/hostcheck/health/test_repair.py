@@ -6,9 +6,15 @@ cause repaired within the window go to a person."""
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from hostcheck.checks import gpu, shm
 from hostcheck.health import repair, state
@@ -316,3 +322,54 @@ def test_reboot_only_through_a_reboot_program_and_never_an_admins_drain(tmp_path
     assert [(e["action"], e["causes"]) for e in kept["history"]] == [
         ("repaired", ["gpu.gpu0 row remapping"])
     ]
+
+
+def test_record_waits_for_the_health_check_holding_the_state_lock(tmp_path):
+    """slurmd may run the health check (which holds the lock for its whole run) while the repair
+    records: the repair waits for it instead of failing."""
+    folder = tmp_path / "state"
+    folder.mkdir()
+    lock = folder / "lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        record = subprocess.Popen(
+            [sys.executable, "-m", "hostcheck", "repair", "record", "--cause", "shm.size",
+             "--state-dir", str(folder)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        # let go only once the record has the lock file open, so it finds the lock held
+        for _ in range(600):
+            if record.poll() is not None or opened(record.pid, lock):
+                break
+            time.sleep(0.1)
+        assert record.poll() is None, record.communicate()
+        assert not (folder / "state.json").exists()
+    _, err = record.communicate(timeout=60)
+    assert record.returncode == 0, err
+    kept = json.loads((folder / "state.json").read_text())
+    assert [(e["action"], e["causes"]) for e in kept["history"]] == [("repaired", ["shm.size"])]
+
+
+def opened(pid: int, path) -> bool:
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
+    except OSError:  # gone, or a descriptor closed while being read
+        return False
+
+
+def test_a_lock_held_past_the_wait_is_busy_naming_the_lock_and_the_wait(tmp_path):
+    folder = tmp_path / "state"
+    folder.mkdir()
+    with open(folder / "lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waited = pytest.raises(state.Busy, match=r"holds .*/state/lock \(waited 0.3 s\)$")
+        with waited, state.locked(str(folder), wait_s=0.3):
+            pass
+        # a health check gives up at once
+        with pytest.raises(state.Busy, match=r"holds .*/state/lock$"), state.locked(str(folder)):
+            pass
+    with state.locked(str(folder), wait_s=0.3):
+        pass
