@@ -9,10 +9,11 @@ TORCH_PIN ?= torch==2.13.0
 # torchvision for the ImageFolder job script (tests/jobs/): the release built for that torch
 TORCHVISION_PIN ?= torchvision==0.28.0
 STAMP := $(VENV)/.installed
-# pytest workers: test modules run side by side. On two cores a third worker took as long
-# (make test-all 1,804 s against 1,810 s with two; the gate 380 s against 383 s) and spent 10 %
-# more CPU (docs/development.md)
-JOBS ?= 2
+# pytest workers: test modules run side by side. Three on two cores: while one waits (Slurm's
+# health-check interval, a host booting) the other two use both cores. Faster on the machine of
+# 2026-11-30 (make test-all 1,347-1,397 s against 1,586 s with two; the gate 213 s against
+# 233 s), as fast on an earlier one (1,804 s against 1,810 s): docs/development.md
+JOBS ?= 3
 
 HOSTS ?= 3
 # OS kinds of the sandbox hosts, taken in turn (tests/sandbox/oskinds.py); empty: a mix
