@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 from tests import collection_link, costs, selection
 from tests.paths import CHECKOUT
@@ -23,9 +24,12 @@ sys.path.insert(0, str(collection_link.ensure().parents[2]))
 # pytest-xdist hands test modules to the workers in collection order (make test passes
 # --no-loadscope-reorder; by default it would start the modules with the most tests first, and
 # the OS matrix, few tests but the longest module, started two thirds into the run). The
-# longest selected modules, by their wall time in the last full pass (tests/full_pass.json), one
-# fewer than the workers, start first; the rest keep their order, so the last worker starts on
-# light modules beside them.
+# longest selected modules, by their wall time in the last full pass (tests/full_pass.json),
+# start first: in the full suite one fewer than the workers, and the rest keep their order, so
+# the last worker starts on light modules beside them; in make test's selection (a few modules
+# beside the gate) all of them, longest first. A worker is given its next module only when one
+# test of its current module is left (ModuleAtATime), so no module waits behind another's
+# long last tests while a worker is free.
 
 _START = time.time()
 _LEDGER: list[costs.Ledger] = []  # this process's, when it runs tests of a recorded run
@@ -132,6 +136,27 @@ def _workers(config) -> int:
     return workers if isinstance(workers, int) and workers > 0 else 1
 
 
+class ModuleAtATime(LoadFileScheduling):
+    """--dist loadfile, but a worker is given its next module only when one test of its current
+    module is left (a worker must hold the test after the one it runs), not two: xdist's two
+    queued a module behind tests that ran minutes longer while other workers were free."""
+
+    def _reschedule(self, node) -> None:
+        if node.shutting_down:
+            return
+        if not self.workqueue:
+            node.shutdown()
+            return
+        if self._pending_of(self.assigned_work[node]) <= 1:
+            self._assign_work_unit(node)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadfile":
+        return ModuleAtATime(config, log)
+    return None
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     if config.getoption("changed_only"):
         chosen = _selection(config)
@@ -141,10 +166,11 @@ def pytest_collection_modifyitems(config, items) -> None:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-    order = selection.longest_first(
+    order = selection.start_order(
         list(dict.fromkeys(_module_of(item.nodeid) for item in items)),
         selection.recorded_module_walls(),
-        max(1, _workers(config) - 1),
+        _workers(config),
+        changed=config.getoption("changed_only"),
     )
     rank = {module: place for place, module in enumerate(order)}
     items.sort(key=lambda item: rank[_module_of(item.nodeid)])

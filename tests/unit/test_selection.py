@@ -208,6 +208,20 @@ def test_the_longest_modules_start_first_one_fewer_than_the_workers_the_rest_in_
     assert selection.longest_first(["tests/b.py", "tests/a.py"], walls, 1)[0] == "tests/a.py"
 
 
+def test_make_tests_selection_starts_longest_first_and_the_full_suite_one_fewer_than_workers():
+    walls = {"tests/b.py": 30, "tests/c.py": 400, "tests/a.py": 90, "tests/d.py": 200}
+    modules = ["tests/a.py", "tests/new.py", "tests/b.py", "tests/c.py", "tests/d.py"]
+    assert selection.start_order(modules, walls, 3, changed=True) == [
+        "tests/c.py", "tests/d.py", "tests/a.py", "tests/b.py", "tests/new.py"
+    ]  # fmt: skip
+    assert selection.start_order(modules, walls, 3, changed=False) == [
+        "tests/c.py", "tests/d.py", "tests/a.py", "tests/new.py", "tests/b.py"
+    ]  # fmt: skip
+    assert selection.start_order(modules, walls, 1, changed=False)[:2] == [
+        "tests/c.py", "tests/a.py"
+    ]  # fmt: skip
+
+
 def test_the_recorded_walls_are_read_and_a_record_without_them_orders_nothing(
     tmp_path, monkeypatch
 ):
