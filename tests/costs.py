@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import resource
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -423,4 +424,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly, as it does `cat`
     sys.exit(main())

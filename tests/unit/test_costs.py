@@ -80,6 +80,26 @@ def test_the_command_prints_the_named_ledger_and_refuses_a_missing_one(tmp_path,
     assert "tests.costs: no ledger at" in capsys.readouterr().err
 
 
+def test_the_command_piped_into_head_ends_without_a_traceback(tmp_path):
+    path = tmp_path / "run-3.jsonl"
+    costs.write_line(path, {"run": "run-3", "pace_s": 0.2, "argv": [], "cpus": 2, "load": 0})
+    for index in range(3000):
+        costs.write_line(
+            path,
+            {"module": f"m{index}", "worker": "main", "start": 0, "wall_s": 6, "cpu_s": 3,
+             "outcomes": {"passed": 1}, "cpu_source": "rusage"},
+        )  # fmt: skip
+    done = subprocess.run(
+        f"{sys.executable} -m tests.costs {path} | head -1",
+        shell=True,
+        cwd=costs.CHECKOUT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.startswith("run-3.jsonl: pace 0.2 s"), done.stdout
+    assert done.stderr == ""
+
+
 def test_playbook_runs_are_grouped_by_module_and_playbook_and_ranked_by_cpu(tmp_path, monkeypatch):
     path = tmp_path / "run-3.jsonl"
     costs.write_line(path, {"run": "run-3", "pace_s": 0.2, "argv": [], "cpus": 2, "load": 0})
