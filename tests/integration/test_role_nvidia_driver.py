@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 from tests.integration.cases import case_name, cases_of, refusal, run_cases
-from tests.sandbox.fakegpu import GPU, NIC, NVSWITCH, build_repo
+from tests.sandbox.fakegpu import GPU, NIC, NVSWITCH, build_repo, push_repo
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -68,7 +68,7 @@ def fake(fleet, host, repo=None, pci=(GPU,), loaded="", secure_boot="disabled", 
         "fake_mok_enrolled": enrolled,
     }
     if repo is not None:
-        extra["fake_repo"] = str(repo)
+        push_repo(fleet, host, repo)
     done = run_playbook(fleet, FAKE, extra_vars=extra, limit=host.name)
     assert done.returncode == 0, done.stderr or done.output
     return done

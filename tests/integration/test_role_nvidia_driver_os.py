@@ -20,7 +20,7 @@ from tests.integration.faults import (
     power_cut,
 )
 from tests.integration.test_role_nvidia_driver import FAKE, PLAYBOOK
-from tests.sandbox.fakegpu import GPU
+from tests.sandbox.fakegpu import GPU, push_repo
 from tests.sandbox.lookalike_rocky import build_cuda_repo
 from tests.sandbox.lookalike_ubuntu import DRIVER_VERSIONS
 from tests.sandbox.oskinds import KINDS
@@ -67,7 +67,7 @@ def look_like_a_gpu_host(fleet, host, loaded: str, repo=None):
     modules: the role's modprobe of a driver not yet loaded cannot run here)."""
     extra = {"fake_pci": [GPU], "fake_loaded_version": loaded, "fake_secure_boot": "disabled"}
     if repo is not None:
-        extra["fake_repo"] = str(repo)
+        push_repo(fleet, host, repo)
     done = run_playbook(fleet, FAKE, extra_vars=extra, limit=host.name)
     assert done.returncode == 0, done.stderr or done.output
 

@@ -14,10 +14,12 @@ COVERS = (
     "plugins/*/shm_*",
     "plugins/module_utils/mountinfo.py",
     "plugins/module_utils/sizes.py",
+    "tests/integration/playbooks/shm.yml",
     "tests/integration/cases.py",
 )
 
 pytestmark = pytest.mark.integration
+PLAYBOOK = "tests/integration/playbooks/shm.yml"
 MiB = 2**20
 
 
@@ -57,7 +59,7 @@ def fstab_inode(fleet, host) -> str:
 def test_converges_and_second_run_changes_nothing(fleet):
     (host,) = fleet.hosts()
     inode = fstab_inode(fleet, host)
-    first = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    first = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "256m"})
     assert first.returncode == 0, first.stderr
     assert first.changed(host.name) == 2  # fstab line, remount
     # a new file renamed over the old: a kill or a full disk in the middle leaves a whole fstab
@@ -65,7 +67,7 @@ def test_converges_and_second_run_changes_nothing(fleet):
     options, size, _ = shm_state(fleet, host)
     assert size == 256 * MiB
     assert {"nosuid", "nodev", f"size={256 * MiB}"} <= set(options)
-    second = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    second = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "256m"})
     assert second.returncode == 0 and second.changed(host.name) == 0
     # the cheap path: /dev/shm read once to validate, once to verify, nothing else run
     ran = shm_tasks(second, host)
@@ -82,7 +84,7 @@ def test_converges_and_second_run_changes_nothing(fleet):
 
 def test_percentage_of_ram(fleet):
     (host,) = fleet.hosts()
-    run = run_playbook(fleet, extra_vars={"shm_size": "25%"}, tags="shm")
+    run = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "25%"})
     assert run.returncode == 0, run.stderr
     memtotal_kib = int(fleet.ssh(host, "awk '/MemTotal/{print $2}' /proc/meminfo").stdout)
     options, size, _ = shm_state(fleet, host)
@@ -93,11 +95,11 @@ def test_percentage_of_ram(fleet):
 
 def test_refuses_to_shrink_below_what_is_used(fleet):
     (host,) = fleet.hosts()
-    assert run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm").returncode == 0
+    assert run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "256m"}).returncode == 0
     fleet.ssh(host, "dd if=/dev/zero of=/dev/shm/held bs=1M count=100 status=none")
     try:
         before = shm_state(fleet, host)
-        run = run_playbook(fleet, extra_vars={"shm_size": "64m"}, tags="shm")
+        run = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "64m"})
         assert run.returncode != 0
         assert any("shm_size: 64m" in m and "not shrinking" in m for m in run.messages(host.name))
         assert shm_state(fleet, host) == before
@@ -109,7 +111,7 @@ def test_keeps_options_a_hardening_role_wrote_and_restores_the_size(fleet):
     """CIS-style hardening rewrites the fstab line without size=: the next run puts size=
     back, keeps the hardening options, and applies the size live again."""
     (host,) = fleet.hosts()
-    assert run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm").returncode == 0
+    assert run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "256m"}).returncode == 0
     fleet.ssh(
         host,
         "sed -i 's|^tmpfs /dev/shm .*|tmpfs /dev/shm tmpfs defaults,nodev,nosuid,noexec 0 0|' "
@@ -128,13 +130,13 @@ def test_keeps_options_a_hardening_role_wrote_and_restores_the_size(fleet):
         f"(wanted {256 * MiB} bytes): the fstab line lacks size={256 * MiB}; the mount is "
         "67108864 bytes"
     )
-    run = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    run = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "256m"})
     assert run.returncode == 0, run.stderr
     options, size, _ = shm_state(fleet, host)
     assert size == 256 * MiB
     assert {"noexec", "nodev", "nosuid", f"size={256 * MiB}"} <= set(options)
     assert "defaults" not in options
-    again = run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm")
+    again = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "256m"})
     assert again.changed(host.name) == 0
 
 
@@ -142,11 +144,11 @@ def test_every_dev_shm_line_a_hardening_script_appended_is_set(fleet):
     """A second /dev/shm line appended to fstab (mount reads the last): both are set to the
     role's line, the rest of fstab is kept byte for byte, and the next run changes nothing."""
     (host,) = fleet.hosts()
-    assert run_playbook(fleet, extra_vars={"shm_size": "256m"}, tags="shm").returncode == 0
+    assert run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "256m"}).returncode == 0
     others = "grep -v ' /dev/shm ' /etc/fstab | md5sum"
     kept = fleet.ssh(host, others).stdout
     fleet.ssh(host, "echo 'tmpfs  /dev/shm/  tmpfs  defaults,noexec  0  0' >> /etc/fstab")
-    run = run_playbook(fleet, extra_vars={"shm_size": "128m"}, tags="shm")
+    run = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "128m"})
     assert run.returncode == 0, run.stderr
     lines = fleet.ssh(host, "grep '/dev/shm' /etc/fstab").stdout.splitlines()
     assert len(lines) == 2 and lines[0] == lines[1]
@@ -155,7 +157,7 @@ def test_every_dev_shm_line_a_hardening_script_appended_is_set(fleet):
     assert set(options.split(",")) == {"noexec", "nosuid", "nodev", f"size={128 * MiB}"}
     assert fleet.ssh(host, others).stdout == kept
     assert shm_state(fleet, host)[1] == 128 * MiB
-    again = run_playbook(fleet, extra_vars={"shm_size": "128m"}, tags="shm")
+    again = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "128m"})
     assert again.returncode == 0 and again.changed(host.name) == 0
 
 
@@ -163,7 +165,7 @@ def test_check_diff_on_a_fresh_host_changes_nothing(make_fleet):
     fresh = make_fleet("shm-check", hosts=1)
     (host,) = fresh.hosts()
     before = shm_state(fresh, host)
-    run = run_playbook(fresh, extra_vars={"shm_size": "1g"}, check=True, diff=True, tags="shm")
+    run = run_playbook(fresh, PLAYBOOK, extra_vars={"shm_size": "1g"}, check=True, diff=True)
     assert run.returncode == 0, run.stderr
     assert shm_state(fresh, host) == before
     assert before[1] == 64 * MiB
@@ -200,9 +202,9 @@ def test_switches_given_as_strings_from_the_command_line_are_booleans(fleet):
     """`-e shm_enabled=true` gives the string 'true', as most people switch a role on."""
     (host,) = fleet.hosts()
     on = {"shm_size": "128m", "shm_enabled": "true", "shm_refuse_shrink_below_used": "yes"}
-    run = run_playbook(fleet, extra_vars=on, tags="shm")
+    run = run_playbook(fleet, PLAYBOOK, extra_vars=on)
     assert run.returncode == 0, run.stderr + str(run.messages(host.name))
     assert shm_state(fleet, host)[1] == 128 * MiB
-    off = run_playbook(fleet, extra_vars={"shm_size": "64m", "shm_enabled": "false"}, tags="shm")
+    off = run_playbook(fleet, PLAYBOOK, extra_vars={"shm_size": "64m", "shm_enabled": "false"})
     assert off.returncode == 0 and off.changed(host.name) == 0, off.stderr
     assert shm_state(fleet, host)[1] == 128 * MiB

@@ -3,8 +3,9 @@ no NVIDIA mirror and no nvidia module can be had: a signed apt repository of sta
 packages (built here with dpkg-deb and gpg), whose driver package carries an nvidia.ko that
 is only an ELF file with a .modinfo section (modinfo reads its version; nothing loads it).
 The PCI functions, the loaded module and mokutil are faked on the host by
-tests/integration/playbooks/fake_gpu.yml. Everything else the role touches is real: apt,
-dpkg holds, deb822 sources, signature checks, modprobe.d, depmod, modinfo.
+tests/integration/playbooks/fake_gpu.yml, and push_repo puts the repository there. Everything
+else the role touches is real: apt, dpkg holds, deb822 sources, signature checks, modprobe.d,
+depmod, modinfo.
 """
 
 from __future__ import annotations
@@ -57,6 +58,21 @@ FABRICMANAGER_UNIT = textwrap.dedent("""\
 
 def _sh(*argv: str, **options) -> subprocess.CompletedProcess:
     return subprocess.run(argv, check=True, capture_output=True, **options)
+
+
+REPO_ON_HOST = "/srv/fake-cuda"
+
+
+def push_repo(fleet, host, repo: Path) -> None:
+    """The stand-in repository onto a host at REPO_ON_HOST, replacing what was there: one tar
+    stream over SSH (Ansible's copy of a folder runs its modules once per file: 5-14 s here)."""
+    unpack = f"rm -rf {REPO_ON_HOST} && mkdir -p {REPO_ON_HOST} && tar -xf - -C {REPO_ON_HOST}"
+    packed = subprocess.run(["tar", "-cf", "-", "-C", str(repo), "."], capture_output=True)
+    assert packed.returncode == 0, packed.stderr.decode()
+    pushed = subprocess.run(
+        fleet.ssh_argv(host, unpack), input=packed.stdout, capture_output=True, timeout=120
+    )
+    assert pushed.returncode == 0, f"{host.name}: {unpack}: {pushed.stderr.decode()}"
 
 
 def fake_module(version: str, path: Path) -> None:
