@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.integration.ansible import build_wheel, run_playbook
+from tests.integration.ansible import run_playbook
+from tests.integration.converged import converged_fleet
 from tests.integration.prometheus_server import Prometheus
 from tests.sandbox.fleet import CHECKOUT
 
@@ -32,6 +33,7 @@ COVERS = (
     "tests/integration/prometheus_server.py",
     "tests/integration/playbooks/hostcheck.yml",
     "playbooks/repair.yml",
+    "tests/integration/converged.py",
 )
 
 pytestmark = pytest.mark.integration
@@ -83,14 +85,16 @@ def sh(fleet, host, command: str, timeout: float = 300) -> str:
 
 @pytest.fixture(scope="module")
 def monitored(make_fleet, tmp_path_factory):
-    fleet = make_fleet("monitoring", hosts=2, os_kinds="debian12")
+    """Two hosts as the hostcheck role leaves them with its timer on (booted from converged
+    layers where a run on this machine kept them: tests/integration/converged.py; hostcheck
+    built from the checkout, as the sandbox inventory says), then node_exporter on each, on
+    the host's own address (which the layers cannot know: it is the checkout's)."""
+    fleet = converged_fleet(
+        make_fleet, "monitoring", 2, PLAYBOOK, extra_vars=VALUES, os_kinds="debian12"
+    )
     hosts = fleet.hosts()
     with ThreadPoolExecutor(len(hosts)) as pool:
         list(pool.map(lambda h: sh(fleet, h, node_exporter_command(h.address), 600), hosts))
-    wheel = build_wheel(CHECKOUT, tmp_path_factory.mktemp("wheels"))
-    values = {**VALUES, "hostcheck_wheel": wheel}
-    run = run_playbook(fleet, PLAYBOOK, extra_vars=values)
-    assert run.returncode == 0, [run.failure_text(h) for h in run.failed_hosts()]
     # systemd fires a timer up to AccuracySec (1 min) late: at a 20 s schedule that would look
     # stale, at the default 15 minutes it does not matter
     for host in hosts:
@@ -111,7 +115,7 @@ def monitored(make_fleet, tmp_path_factory):
             "evaluating the rules over both hosts",
             120,
         )
-        yield fleet, prometheus, values
+        yield fleet, prometheus, VALUES
     finally:
         prometheus.stop()
 
