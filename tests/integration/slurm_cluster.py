@@ -131,14 +131,8 @@ class SlurmCluster:
             return list(pool.map(one, self.hosts))
 
     def ssh_bytes(self, host: Host, command: str, data: bytes | None = None) -> bytes:
-        """As fleet.ssh, with bytes in and out."""
-        done = subprocess.run(
-            self.fleet.ssh_argv(host, command),
-            input=data,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
+        """As fleet.ssh_bytes, raising SlurmError when the command fails."""
+        done = self.fleet.ssh_bytes(host, command, data)
         if done.returncode != 0:
             error = done.stderr.decode(errors="replace").strip()
             raise SlurmError(f"{host.name}: {command!r} exited {done.returncode}: {error}")

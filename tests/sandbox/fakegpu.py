@@ -69,9 +69,7 @@ def push_repo(fleet, host, repo: Path) -> None:
     unpack = f"rm -rf {REPO_ON_HOST} && mkdir -p {REPO_ON_HOST} && tar -xf - -C {REPO_ON_HOST}"
     packed = subprocess.run(["tar", "-cf", "-", "-C", str(repo), "."], capture_output=True)
     assert packed.returncode == 0, packed.stderr.decode()
-    pushed = subprocess.run(
-        fleet.ssh_argv(host, unpack), input=packed.stdout, capture_output=True, timeout=120
-    )
+    pushed = fleet.ssh_bytes(host, unpack, packed.stdout)
     assert pushed.returncode == 0, f"{host.name}: {unpack}: {pushed.stderr.decode()}"
 
 

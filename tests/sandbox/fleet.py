@@ -457,6 +457,18 @@ class Fleet:
             check=False,
         )
 
+    def ssh_bytes(
+        self, host: Host, command: str, data: bytes | None = None, timeout: float = 300.0
+    ) -> subprocess.CompletedProcess:
+        """As ssh, with bytes in (data on the command's standard input) and out."""
+        return subprocess.run(
+            self.ssh_argv(host, command),
+            input=data,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+
     # --- status ----------------------------------------------------------------------------
 
     def status(self) -> list[dict]:
