@@ -140,12 +140,12 @@ def unit_state(fleet, host, unit: str) -> dict[str, str]:
     this boot (a condition timestamp) and found them unmet."""
     done = fleet.ssh(
         host,
-        f"echo Enabled=$(systemctl is-enabled {unit}); "
-        f"systemctl show -p ActiveState -p Result -p ConditionResult {unit}; "
-        f"echo Checked=$(systemctl show -P ConditionTimestampMonotonic {unit} | grep -qv '^0*$'"
-        " && echo yes || echo no)",
+        f"echo Enabled=$(systemctl is-enabled {unit}); systemctl show -p ActiveState -p Result "
+        f"-p ConditionResult -p ConditionTimestampMonotonic {unit}",
     )
-    return dict(line.split("=", 1) for line in done.stdout.split())
+    state = dict(line.split("=", 1) for line in done.stdout.split())
+    state["Checked"] = "yes" if int(state.pop("ConditionTimestampMonotonic") or 0) else "no"
+    return state
 
 
 def test_boot_units_are_enabled_and_skipped_by_systemd_at_every_boot(fleet):
