@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests.support.dataset_staging import write_dataset
-from tests.support.role_validation import validate
+from tests.support.role_validation import validate, validate_cases
 
 
 def test_defaults_validate_once_and_touch_no_disk(tmp_path):
@@ -89,19 +89,27 @@ def test_devices_that_match_nothing_are_refused_by_the_probe(tmp_path):
     )
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        (
-            {"dataset_staging_enabled": "sometimes"},
-            "dataset_staging: validation of arguments failed: argument 'dataset_staging_enabled'",
-        ),
-        ({"dataset_staging_parallel": 0}, "dataset_staging_parallel: a whole number of files"),
-        ({"dataset_staging_mount": "data"}, "dataset_staging_mount: an absolute path; got 'data'"),
-    ],
-)
-def test_the_action_fails_naming_the_variable(tmp_path, variables, message):
-    (failed,) = validate("dataset_staging", variables, tmp_path)
+BAD = [
+    (
+        {"dataset_staging_enabled": "sometimes"},
+        "dataset_staging: validation of arguments failed: argument 'dataset_staging_enabled'",
+    ),
+    ({"dataset_staging_parallel": 0}, "dataset_staging_parallel: a whole number of files"),
+    ({"dataset_staging_mount": "data"}, "dataset_staging_mount: an absolute path; got 'data'"),
+]
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory) -> dict[str, list[dict]]:
+    """BAD's values, each a host of one run."""
+    cases = {name: variables for variables, _ in BAD for name in variables}
+    return validate_cases("dataset_staging", cases, tmp_path_factory.mktemp("refused"))
+
+
+@pytest.mark.parametrize(("variables", "message"), BAD)
+def test_the_action_fails_naming_the_variable(refused, variables, message):
+    (name,) = variables
+    (failed,) = refused[name]
     assert failed["failed"] is True
     assert failed["msg"].startswith(message)
 

@@ -13,9 +13,37 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
 
 from tests.integration.ansible import build_wheel
 from tests.paths import CHECKOUT as REPO
-from tests.support.role_validation import validate
+from tests.support.role_validation import validate, validate_cases
 
 ANALYZE = next((p for p in SYSTEMD_ANALYZE if Path(p).is_file()), None)
+BAD_DATALOADER = [
+    ({"hostcheck_dataloader_sample": "png"}, "hostcheck_dataloader_sample must be one of"),
+    ({"hostcheck_dataloader_enabled": "maybe"}, "hostcheck_dataloader_enabled"),
+    ({"hostcheck_dataloader_batch_size": 0}, "hostcheck_dataloader_batch_size: a whole"),
+    ({"hostcheck_dataloader_step_ms": -5}, "hostcheck_dataloader_step_ms: a whole"),
+    ({"hostcheck_dataloader_ranks_per_node": 2000}, "hostcheck_dataloader_ranks_per_node: "),
+    ({"hostcheck_dataloader_max_workers": "all"}, "hostcheck_dataloader_max_workers"),
+    ({"hostcheck_dataloader_sample_cost_us": 0}, "hostcheck_dataloader_sample_cost_us: "),
+    ({"hostcheck_dataloader_seconds": "soon"}, "hostcheck_dataloader_seconds: a number"),
+    ({"hostcheck_dataloader_path": "dataloader.json"}, "hostcheck_dataloader_path: an abs"),
+    ({"hostcheck_dataloader_dataset_path": "data"}, "hostcheck_dataloader_dataset_path: "),
+]
+WRONGLY_TYPED = [
+    ({"hostcheck_extra_args": "--user trainer"}, "hostcheck_extra_args"),
+    ({"hostcheck_config": 5}, "hostcheck_config"),
+]
+
+
+def case_name(variables: dict) -> str:
+    return "case_" + "_".join(sorted(variables))
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory) -> dict[str, list[dict]]:
+    """The bad values of the parametrized tests below, each a host of one run."""
+    cases = {case_name(v): v for v, _ in BAD_DATALOADER + WRONGLY_TYPED}
+    assert len(cases) == len(BAD_DATALOADER + WRONGLY_TYPED)
+    return validate_cases("hostcheck", cases, tmp_path_factory.mktemp("refused"))
 
 
 def test_the_action_validates_once_and_gives_the_same_values_again(tmp_path):
@@ -42,13 +70,14 @@ def test_the_action_checks_the_config_with_hostcheck_schema(tmp_path):
         "hostcheck_build_source": str(REPO),
         "hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}},
     }
-    (failed,) = validate("hostcheck", variables, tmp_path)
+    good = {**variables, "hostcheck_config": {"checks": {"shm": {"min_size": "1G"}}}}
+    results = validate_cases("hostcheck", {"bad": variables, "good": good}, tmp_path)
+    (failed,) = results["bad"]
     assert failed["failed"] is True
     assert failed["msg"].startswith(
         "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%"
     ), failed["msg"]
-    good = {**variables, "hostcheck_config": {"checks": {"shm": {"min_size": "1G"}}}}
-    first, _ = validate("hostcheck", good, tmp_path)
+    first, _ = results["good"]
     assert not first.get("failed"), first
 
 
@@ -59,58 +88,55 @@ def test_a_prebuilt_wheel_checks_the_config_with_its_own_hostcheck(tmp_path):
     playbooks = tmp_path / "playbooks"
     playbooks.mkdir()
     good = {"hostcheck_wheel": wheel, "hostcheck_config": {"checks": {"shm": {"min_size": "1G"}}}}
-    first = validate("hostcheck", good, tmp_path, cwd=playbooks)[0]
-    assert not first.get("failed"), first["msg"]
     bad = {**good, "hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}}}
-    (failed,) = validate("hostcheck", bad, tmp_path, cwd=playbooks)
+    results = validate_cases("hostcheck", {"good": good, "bad": bad}, tmp_path, cwd=playbooks)
+    first = results["good"][0]
+    assert not first.get("failed"), first["msg"]
+    (failed,) = results["bad"]
     assert failed["msg"].startswith(
         "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%"
     ), failed["msg"]
 
 
 def test_the_action_fails_on_the_first_bad_variable(tmp_path):
-    (failed,) = validate(
+    results = validate_cases(
         "hostcheck",
-        {"hostcheck_timer_randomized_delay_sec": -1, "hostcheck_profile": "gpu_node"},
+        {
+            "two_bad": {
+                "hostcheck_timer_randomized_delay_sec": -1,
+                "hostcheck_profile": "gpu_node",
+            },
+            "profile": {"hostcheck_profile": "gpu_node"},
+            "measure": {"hostcheck_measure": "sometimes"},
+        },
         tmp_path,
     )
+    (failed,) = results["two_bad"]
     assert failed["msg"].startswith("hostcheck_timer_randomized_delay_sec: a whole number of")
-    (failed,) = validate("hostcheck", {"hostcheck_profile": "gpu_node"}, tmp_path)
+    (failed,) = results["profile"]
     assert failed["msg"].startswith("hostcheck_profile: one of default, gpu-node, quick or")
     # what the plan rests on: meta/argument_specs.yml's choices, checked first
-    (failed,) = validate("hostcheck", {"hostcheck_measure": "sometimes"}, tmp_path)
+    (failed,) = results["measure"]
     assert "hostcheck_measure must be one of: changed, always" in failed["msg"]
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"hostcheck_dataloader_sample": "png"}, "hostcheck_dataloader_sample must be one of"),
-        ({"hostcheck_dataloader_enabled": "maybe"}, "hostcheck_dataloader_enabled"),
-        ({"hostcheck_dataloader_batch_size": 0}, "hostcheck_dataloader_batch_size: a whole"),
-        ({"hostcheck_dataloader_step_ms": -5}, "hostcheck_dataloader_step_ms: a whole"),
-        ({"hostcheck_dataloader_ranks_per_node": 2000}, "hostcheck_dataloader_ranks_per_node: "),
-        ({"hostcheck_dataloader_max_workers": "all"}, "hostcheck_dataloader_max_workers"),
-        ({"hostcheck_dataloader_sample_cost_us": 0}, "hostcheck_dataloader_sample_cost_us: "),
-        ({"hostcheck_dataloader_seconds": "soon"}, "hostcheck_dataloader_seconds: a number"),
-        ({"hostcheck_dataloader_path": "dataloader.json"}, "hostcheck_dataloader_path: an abs"),
-        ({"hostcheck_dataloader_dataset_path": "data"}, "hostcheck_dataloader_dataset_path: "),
-    ],
-)
-def test_the_action_refuses_bad_dataloader_variables(tmp_path, variables, message):
+@pytest.mark.parametrize(("variables", "message"), BAD_DATALOADER)
+def test_the_action_refuses_bad_dataloader_variables(refused, variables, message):
     """Also when the settings file is not wanted: a bad value is a mistake either way."""
-    (failed,) = validate("hostcheck", variables, tmp_path)
+    (failed,) = refused[case_name(variables)]
     assert failed.get("failed") and message in failed["msg"], failed
 
 
 @pytest.mark.skipif(ANALYZE is None, reason="no systemd-analyze on this machine")
 def test_the_action_asks_systemd_analyze_when_the_timer_is_on(tmp_path):
     bad = {"hostcheck_timer_enabled": True, "hostcheck_timer_schedule": "every hour"}
-    (failed,) = validate("hostcheck", bad, tmp_path)
+    off = {**bad, "hostcheck_timer_enabled": False}
+    results = validate_cases("hostcheck", {"on": bad, "off": off}, tmp_path)
+    (failed,) = results["on"]
     assert failed["msg"].startswith(
         'hostcheck_timer_schedule: systemd-analyze calendar rejects "every hour": '
     )
-    first, _ = validate("hostcheck", {**bad, "hostcheck_timer_enabled": False}, tmp_path)
+    first, _ = results["off"]
     assert not first.get("failed"), first
 
 
@@ -122,17 +148,11 @@ def test_without_systemd_analyze_the_schedule_is_not_checked(tmp_path):
     assert "not checked with systemd-analyze calendar" in first["msg"]
 
 
-@pytest.mark.parametrize(
-    ("variables", "named"),
-    [
-        ({"hostcheck_extra_args": "--user trainer"}, "hostcheck_extra_args"),
-        ({"hostcheck_config": 5}, "hostcheck_config"),
-    ],
-)
-def test_a_wrongly_typed_variable_is_refused_by_name_in_validate_yml(tmp_path, variables, named):
+@pytest.mark.parametrize(("variables", "named"), WRONGLY_TYPED)
+def test_a_wrongly_typed_variable_is_refused_by_name_in_validate_yml(refused, variables, named):
     """validate.yml renders none of what reading the host needs (that is hostcheck_plan's, in
     main.yml), so a bad value is the validation's message, not a template error."""
-    (failed,) = validate("hostcheck", variables, tmp_path)[:1]
+    (failed,) = refused[case_name(variables)][:1]
     assert failed["failed"] is True
     assert named in failed["msg"]
     assert "probe" not in failed["msg"] and "template" not in failed["msg"].lower()

@@ -1,40 +1,38 @@
 """Each role's validation checks its numeric variables' ranges, run through ansible-playbook on
-this machine."""
+this machine: one run, a host of its own (this machine) for each role."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.paths import BIN
-from tests.paths import CHECKOUT as REPO
 from tests.support.number_ranges import RANGED
+from tests.support.role_validation import validate_cases
+
+ROLES = sorted({role for role, _ in RANGED.values()})
 
 
-@pytest.mark.parametrize("role", sorted({role for role, _ in RANGED.values()}))
-def test_each_roles_validation_checks_its_ranges(role, tmp_path):
-    """The role's validate tasks, run on this machine, stop at one out-of-range value."""
+def first_ranged(role: str) -> tuple[str, int]:
+    """The role's first numeric variable with a range, and the range's low end."""
     name, (low, _, _) = next((n, spec) for n, (r, spec) in RANGED.items() if r == role)
-    book = tmp_path / "validate.yml"
-    book.write_text(
-        "- hosts: localhost\n  gather_facts: true\n  tasks:\n"
-        "    - ansible.builtin.include_role:\n"
-        f"        name: hostcheck.gpu_hosts.{role}\n        tasks_from: validate\n"
-    )
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(book),
-         "-e", json.dumps({name: low - 6, "ansible_python_interpreter": sys.executable})],
-        cwd=REPO,
-        env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-             "PATH": f"{BIN}:{os.environ['PATH']}"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stdout[-3000:]
-    assert f"{name}: a whole number of" in done.stdout, done.stdout[-3000:]
-    assert "changed=0" in done.stdout
+    return name, low
+
+
+@pytest.fixture(scope="module")
+def out_of_range(tmp_path_factory) -> dict[str, list[dict]]:
+    """Each role validated with its first ranged variable 6 below the range."""
+    cases = {}
+    for role in ROLES:
+        name, low = first_ranged(role)
+        cases[role] = {"validated_role": role, name: low - 6}
+    folder = tmp_path_factory.mktemp("ranges")
+    return validate_cases("{{ validated_role }}", cases, folder)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_each_roles_validation_checks_its_ranges(role, out_of_range):
+    """The role's validate tasks stop at one out-of-range value, naming it, changing nothing."""
+    name, _ = first_ranged(role)
+    (failed,) = out_of_range[role]
+    assert failed["failed"] is True, failed
+    assert f"{name}: a whole number of" in failed["msg"], failed["msg"]
+    assert not failed.get("changed"), failed

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from tests.paths import CHECKOUT as REPO
-from tests.support.role_validation import validate
+from tests.support.role_validation import validate, validate_cases
 
 
 def switches() -> dict[str, list[str]]:
@@ -33,14 +33,30 @@ def test_a_boolean_it_cannot_read_is_refused_by_name(tmp_path):
     assert "shm_refuse_shrink_below_used" in failed["msg"]
 
 
-@pytest.mark.parametrize("role", sorted(role for role, names in switches().items() if names))
-def test_every_switch_that_is_no_boolean_is_refused_by_name(tmp_path, role):
+SWITCHED = sorted(role for role, names in switches().items() if names)
+IN_YAML = "slurm_healthcheck"  # validates in YAML (assert tasks), not in an action
+
+
+@pytest.fixture(scope="module")
+def no_booleans(tmp_path_factory) -> dict[str, list[dict]]:
+    """Each role (a host of one run) validated with every switch set to 'sometimes'."""
+    cases = {
+        role: {"validated_role": role, **dict.fromkeys(switches()[role], "sometimes")}
+        for role in SWITCHED
+        if role != IN_YAML
+    }
+    folder = tmp_path_factory.mktemp("switches")
+    return validate_cases("{{ validated_role }}", cases, folder)
+
+
+@pytest.mark.parametrize("role", SWITCHED)
+def test_every_switch_that_is_no_boolean_is_refused_by_name(no_booleans, role):
     """One rule for booleans in every role: Ansible's (true, yes, 1, on ... as strings too);
     anything else stops the validation, naming each variable."""
     names = switches()[role]
-    if role == "slurm_healthcheck":
+    if role == IN_YAML:
         pytest.skip("slurm_healthcheck validates in YAML (assert tasks), not in an action")
-    (failed,) = validate(role, dict.fromkeys(names, "sometimes"), tmp_path)
+    (failed,) = no_booleans[role]
     assert failed["failed"] is True
     assert failed["msg"].startswith(f"{role}: validation of arguments failed: ")
     for name in names:
