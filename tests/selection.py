@@ -5,8 +5,10 @@ patterns over the checkout's tracked paths, `*` crossing `/`). The gate (GATE_MO
 tests, the local integration tests, the collection with ansible-test sanity, the smoke converge)
 runs on every change, except the unit modules that declare COVERS themselves (those that run
 real jobs and measure them against arithmetic: minutes of CPU, selected like integration
-modules). The change is what differs from the last commit at which the whole suite
-passed, recorded in tests/full_pass.json, so every clean clone selects the same modules:
+modules) and those that declare READS: the paths whose change runs them, claiming none (the
+lint of the Ansible content reads every role, so it must not make a new role's path claimed).
+The change is what differs from the last commit at which the whole suite passed, recorded in
+tests/full_pass.json, so every clean clone selects the same modules:
 
 - a path the gate alone covers (GATE_PATHS: docs, unit tests, benchmarks) selects nothing more;
 - a path some modules claim selects those modules;
@@ -122,7 +124,7 @@ class Selection:
             return "\n".join(lines)
         lines.append("selected: the gate (" + ", ".join(GATE_MODULES) + ")")
         if self.measured:
-            lines.append(f"  less {len(self.measured)} measuring unit modules, run when chosen")
+            lines.append(f"  less {len(self.measured)} unit modules, run when chosen")
         for module, paths in sorted(self.modules.items()):
             more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
             lines.append(f"  + {module}: {', '.join(paths[:3])}{more}")
@@ -202,10 +204,21 @@ def claimants(path: str, modules: dict[str, tuple[str, ...] | None]) -> list[str
     ]
 
 
-def select(changed: list[str], base: str | None, modules=None) -> Selection:
+def reading_modules(checkout: Path = CHECKOUT) -> dict[str, tuple[str, ...]]:
+    """The unit modules that declare READS, each with it."""
+    found = {}
+    for path in sorted((checkout / UNIT).rglob("test_*.py")):
+        reads = module_constant(path, "READS")
+        if reads is not None:
+            found[str(path.relative_to(checkout))] = tuple(reads)
+    return found
+
+
+def select(changed: list[str], base: str | None, modules=None, readers=None) -> Selection:
     modules = selectable_modules() if modules is None else modules
+    readers = reading_modules() if readers is None else readers
     measured = frozenset(module for module in modules if module.startswith(UNIT + "/"))
-    selection = Selection(base, sorted(changed), measured=measured)
+    selection = Selection(base, sorted(changed), measured=measured | set(readers))
     if base is None:
         selection.everything = "no full pass is recorded that this clone has (tests/full_pass.json)"
         return selection
@@ -219,6 +232,9 @@ def select(changed: list[str], base: str | None, modules=None) -> Selection:
             return selection
         for module in chosen:
             selection.modules.setdefault(module, []).append(path)
+        for module, reads in readers.items():
+            if path == module or matches(path, reads):
+                selection.modules.setdefault(module, []).append(path)
     return selection
 
 

@@ -10,8 +10,10 @@ import pytest
 
 from tests import costs, selection
 from tests.selection import EVERYTHING, GATE_PATHS
+from tests.unit.test_ansible_static import READS
 
 MODULES = selection.selectable_modules()
+READERS = selection.reading_modules()
 TRACKED = selection.tracked_paths()
 
 
@@ -44,7 +46,7 @@ def test_the_gate_and_harness_patterns_match_tracked_paths():
 
 
 def chosen(*paths: str) -> selection.Selection:
-    return selection.select(list(paths), "0" * 40, MODULES)
+    return selection.select(list(paths), "0" * 40, MODULES, READERS)
 
 
 def test_docs_and_unit_tests_select_the_gate_alone():
@@ -79,7 +81,20 @@ def test_the_measuring_unit_modules_leave_the_gate_and_run_when_their_code_chang
     assert not chosen("roles/shm/tasks/size.yml").runs("tests/unit/hostcheck/loop/test_theory.py")
     itself = chosen("tests/unit/hostcheck/job/test_waits_jobs.py")
     assert list(itself.modules) == ["tests/unit/hostcheck/job/test_waits_jobs.py"]
-    assert "less 7 measuring unit modules" in itself.explain()
+    assert "less 8 unit modules, run when chosen" in itself.explain()
+
+
+def test_the_lint_runs_when_the_ansible_content_changes_and_claims_nothing():
+    lint = "tests/unit/test_ansible_static.py"
+    assert selection.reading_modules() == {lint: READS}
+    picked = chosen("roles/shm/tasks/size.yml")
+    assert picked.runs(lint) and picked.modules[lint] == ["roles/shm/tasks/size.yml"]
+    assert chosen("playbooks/audit.yml").runs(lint)
+    assert chosen(lint).modules == {lint: [lint]}
+    assert not chosen("docs/roles.md").runs(lint)
+    assert not chosen("hostcheck/checks/shm.py").runs(lint)
+    # the lint reads every role: a path no other module claims still selects everything
+    assert chosen("roles/new_role/files/probe.py").everything is not None
 
 
 def test_covers_built_of_a_shared_tuple_is_read_from_its_source():
