@@ -30,7 +30,10 @@ def named_in_remedies() -> dict[str, set[str]]:
     """variable -> the files whose remedies name it"""
     found: dict[str, set[str]] = {}
     for path in sorted((REPO / "hostcheck").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        source = path.read_text()
+        if not TOKEN.search(source):
+            continue  # no string in it can name a role variable; parsing it costs collection
+        for node in ast.walk(ast.parse(source)):
             if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
                 continue
             text = node.value
