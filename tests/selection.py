@@ -146,7 +146,10 @@ def declared_covers(path: Path) -> tuple[str, ...] | None:
 def module_constant(path: Path, name: str) -> tuple | None:
     """The literal tuple a module assigns to name at its top level, names it imports from other
     tests modules resolved in their sources (None: no such assignment)."""
-    body = ast.parse(path.read_text()).body
+    source = path.read_text()
+    if name not in source:
+        return None  # most test modules: not parsed (every pytest worker imports this)
+    body = ast.parse(source).body
     imported = {
         alias.asname or alias.name: (node.module, alias.name)
         for node in body
