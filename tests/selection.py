@@ -109,12 +109,12 @@ class Selection:
     changed: list[str]
     everything: str | None = None  # why every module runs, when they all do
     modules: dict[str, list[str]] = field(default_factory=dict)  # module: the paths choosing it
-    measured: frozenset[str] = frozenset()  # unit modules out of the gate, run when chosen
+    out_of_gate: frozenset[str] = frozenset()  # unit modules run only when chosen
 
     def runs(self, module: str) -> bool:
         if self.everything is not None or module in self.modules:
             return True
-        return is_gate(module) and module not in self.measured
+        return is_gate(module) and module not in self.out_of_gate
 
     def explain(self) -> str:
         base = self.base[:12] if self.base else "none"
@@ -123,8 +123,8 @@ class Selection:
             lines.append(f"selected: every test module, because {self.everything}")
             return "\n".join(lines)
         lines.append("selected: the gate (" + ", ".join(GATE_MODULES) + ")")
-        if self.measured:
-            lines.append(f"  less {len(self.measured)} unit modules, run when chosen")
+        if self.out_of_gate:
+            lines.append(f"  less {len(self.out_of_gate)} unit modules, run when chosen")
         for module, paths in sorted(self.modules.items()):
             more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
             lines.append(f"  + {module}: {', '.join(paths[:3])}{more}")
@@ -220,8 +220,8 @@ def reading_modules(checkout: Path = CHECKOUT) -> dict[str, tuple[str, ...]]:
 def select(changed: list[str], base: str | None, modules=None, readers=None) -> Selection:
     modules = selectable_modules() if modules is None else modules
     readers = reading_modules() if readers is None else readers
-    measured = frozenset(module for module in modules if module.startswith(UNIT + "/"))
-    selection = Selection(base, sorted(changed), measured=measured | set(readers))
+    measuring = {module for module in modules if module.startswith(UNIT + "/")}
+    selection = Selection(base, sorted(changed), out_of_gate=frozenset(measuring | set(readers)))
     if base is None:
         selection.everything = "no full pass is recorded that this clone has (tests/full_pass.json)"
         return selection
