@@ -56,6 +56,13 @@ def validate_cases(
     return _results(_run([str(playbook), "-i", str(inventory)], cwd), list(cases))
 
 
+def validate_each_role(variables_of: dict[str, dict], tmp_path: Path) -> dict[str, list[dict]]:
+    """validate_cases() of several roles in one run: role -> its variables, validated as a host
+    named for the role (include_role takes the role's name from a host variable)."""
+    cases = {role: {"validated_role": role, **v} for role, v in variables_of.items()}
+    return validate_cases("{{ validated_role }}", cases, tmp_path)
+
+
 def _run(arguments: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {
         **os.environ,

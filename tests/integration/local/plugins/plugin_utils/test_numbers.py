@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.number_ranges import RANGED
-from tests.support.role_validation import validate_cases
+from tests.support.role_validation import validate_each_role
 
 ROLES = sorted({role for role, _ in RANGED.values()})
 
@@ -20,12 +20,11 @@ def first_ranged(role: str) -> tuple[str, int]:
 @pytest.fixture(scope="module")
 def out_of_range(tmp_path_factory) -> dict[str, list[dict]]:
     """Each role validated with its first ranged variable 6 below the range."""
-    cases = {}
+    variables_of = {}
     for role in ROLES:
         name, low = first_ranged(role)
-        cases[role] = {"validated_role": role, name: low - 6}
-    folder = tmp_path_factory.mktemp("ranges")
-    return validate_cases("{{ validated_role }}", cases, folder)
+        variables_of[role] = {name: low - 6}
+    return validate_each_role(variables_of, tmp_path_factory.mktemp("ranges"))
 
 
 @pytest.mark.parametrize("role", ROLES)

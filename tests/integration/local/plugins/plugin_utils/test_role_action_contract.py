@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from tests.paths import CHECKOUT as REPO
-from tests.support.role_validation import validate, validate_cases
+from tests.support.role_validation import validate, validate_each_role
 
 
 def switches() -> dict[str, list[str]]:
@@ -40,13 +40,10 @@ IN_YAML = "slurm_healthcheck"  # validates in YAML (assert tasks), not in an act
 @pytest.fixture(scope="module")
 def no_booleans(tmp_path_factory) -> dict[str, list[dict]]:
     """Each role (a host of one run) validated with every switch set to 'sometimes'."""
-    cases = {
-        role: {"validated_role": role, **dict.fromkeys(switches()[role], "sometimes")}
-        for role in SWITCHED
-        if role != IN_YAML
+    variables_of = {
+        role: dict.fromkeys(switches()[role], "sometimes") for role in SWITCHED if role != IN_YAML
     }
-    folder = tmp_path_factory.mktemp("switches")
-    return validate_cases("{{ validated_role }}", cases, folder)
+    return validate_each_role(variables_of, tmp_path_factory.mktemp("switches"))
 
 
 @pytest.mark.parametrize("role", SWITCHED)
