@@ -7,10 +7,12 @@
       register: __hostcheck_validation
 
 Two checks run commands on the controller, where this action runs: hostcheck_timer_schedule
-with systemd's own parser (`systemd-analyze calendar`, where the controller has it), and the
-thresholds in hostcheck_config with hostcheck's own schema (hostcheck_build_python with the
-checkout or the prebuilt wheel on PYTHONPATH; skipped when hostcheck cannot be imported there:
-the host still checks them, exit 2). values.numbers: the numeric variables as integers;
+with systemd's own parser (`systemd-analyze calendar`, where the controller has it), and
+hostcheck_config with hostcheck's own schema (hostcheck_build_python with the checkout or the
+prebuilt wheel on PYTHONPATH), so the role refuses what `hostcheck run --config` refuses, with its
+message. Where hostcheck cannot be imported there, its keys and sections are checked against
+the names hostcheck generated (plugins/plugin_utils/hostcheck_schema.py) and its thresholds on the
+host (exit 2). values.numbers: the numeric variables as integers;
 values.os_vars: vars/<Distribution>-<major>.yml, <Distribution>.yml, <os_family>-<major>.yml or
 <os_family>.yml (the OS packages and python the venv needs). The arguments and values are
 documented in plugins/modules/hostcheck_validate.py; the base is
@@ -28,6 +30,12 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ansible.plugins.filter.core import to_nice_yaml
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_schema import (
+    CHECK_IDS,
+    CHECK_KEYS,
+    CONFIG_KEYS,
+    PROFILE_NAMES,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,
@@ -59,6 +67,8 @@ WORKLOAD_VARIABLES = {
     "max_workers": "hostcheck_dataloader_max_workers",
 }
 MAX_SWEEP_SECONDS = 600
+# Options of hostcheck run the role sets itself, which hostcheck_extra_args must not repeat.
+RESERVED_OPTIONS = ("--profile", "--fail-on", "--reuse-measurements", "--record-basis")
 # Run by hostcheck_build_python: exit 3 when hostcheck cannot run there (the check is skipped).
 CHECK_CONFIG = """\
 import contextlib, io, sys
@@ -91,12 +101,12 @@ def check_paths(paths: dict) -> None:
         )
 
 
-def check_profiles(profile: object, timer_profile: object, builtin: list[str]) -> None:
+def check_profiles(profile: object, timer_profile: object) -> None:
     for name, value in (("hostcheck_profile", profile), ("hostcheck_timer_profile", timer_profile)):
-        if value not in builtin and not is_match(ABSOLUTE, value):
+        if value not in PROFILE_NAMES and not is_match(ABSOLUTE, value):
             raise Invalid(
-                f"{name}: one of {', '.join(builtin)} or the absolute path of a profile file on "
-                f"the host, got '{value}'"
+                f"{name}: one of {', '.join(PROFILE_NAMES)} or the absolute path of a profile "
+                f"file on the host, got '{value}'"
             )
 
 
@@ -118,23 +128,35 @@ def calendar_problem(schedule: str, rc: int, stderr: str) -> str:
     )
 
 
-def check_config(config: object, keys: list[str], check_ids: list[str]) -> None:
-    checks = config.get("checks", {}) if isinstance(config, Mapping) else None
-    if not (
-        isinstance(config, Mapping)
-        and set(config) <= set(keys)
-        and isinstance(checks, Mapping)
-        and set(checks) <= set(check_ids)
-        and all(isinstance(value, Mapping) for value in checks.values())
-    ):
-        raise Invalid(
-            f"hostcheck_config: a mapping with keys among {', '.join(keys)}, its checks a "
-            f"mapping of check ids ({', '.join(check_ids)}) to mappings of thresholds, got "
-            f"{to_json(config)}"
+def config_shape_problem(config: object) -> str:
+    """What hostcheck run --config says of a config whose keys or sections are wrong ('' when
+    they are right), from the names hostcheck generated: the check of hostcheck_config where
+    hostcheck cannot run on the controller (the values are then checked on the host)."""
+
+    def unknown(mapping: Mapping, known: tuple[str, ...], within: str = "") -> str:
+        extra = sorted(str(key) for key in mapping if key not in known)
+        return f"{within}{extra[0]}: unknown key (known here: {', '.join(known)})" if extra else ""
+
+    def not_a_mapping(key: str, value: object) -> str:
+        return "" if isinstance(value, Mapping) else f"{key}: {value!r} is not of type 'object'"
+
+    def section_problem(check_id: str, section: object) -> str:
+        return not_a_mapping(check_id, section) or unknown(
+            section, CHECK_KEYS[check_id], f"{check_id}."
         )
 
+    if not isinstance(config, Mapping):
+        return "hostcheck_config: expected a mapping of keys at the top level"
+    checks = config.get("checks", {})
+    said = unknown(config, CONFIG_KEYS) or not_a_mapping("(top level)", checks)
+    said = said or unknown(checks, CHECK_IDS)
+    if not said:
+        problems = (section_problem(key, section) for key, section in sorted(checks.items()))
+        said = next(filter(None, problems), "")
+    return f"hostcheck_config: {said}" if said else ""
 
-def check_extra_args(args: object, reserved: list[str]) -> None:
+
+def check_extra_args(args: object, reserved: tuple[str, ...] = RESERVED_OPTIONS) -> None:
     ok = isinstance(args, list) and all(isinstance(arg, str) for arg in args)
     if ok and (
         any(re.match(r"^-\S*\s", arg) for arg in args)
@@ -255,13 +277,7 @@ def os_vars_for(os_vars: dict, facts: dict) -> dict:
 
 
 # The role's constants (vars/main.yml) the variables are checked against.
-CHECKED_AGAINST = {
-    "number_ranges": {"type": "dict", "required": True},
-    "builtin_profiles": {"type": "list", "elements": "str", "required": True},
-    "config_keys": {"type": "list", "elements": "str", "required": True},
-    "check_ids": {"type": "list", "elements": "str", "required": True},
-    "reserved_args": {"type": "list", "elements": "str", "required": True},
-}
+CHECKED_AGAINST = {"number_ranges": {"type": "dict", "required": True}}
 
 
 class ActionModule(RoleAction):
@@ -292,9 +308,8 @@ class ActionModule(RoleAction):
                 "hostcheck_venv_python: empty (the OS's python) or an absolute path, got "
                 f"'{venv_python}'"
             )
-        builtin = self.arg("builtin_profiles")
         profile = self.arg("hostcheck_profile")
-        check_profiles(profile, self.arg("hostcheck_timer_profile"), builtin)
+        check_profiles(profile, self.arg("hostcheck_timer_profile"))
 
         schedule = self.arg("hostcheck_timer_schedule")
         check_schedule(schedule)
@@ -314,17 +329,17 @@ class ActionModule(RoleAction):
                 )
 
         config = self.arg("hostcheck_config")
-        check_config(config, self.arg("config_keys"), self.arg("check_ids"))
-        check_extra_args(self.arg("hostcheck_extra_args"), self.arg("reserved_args"))
+        check_extra_args(self.arg("hostcheck_extra_args"))
         check_pip_packages_before(self.arg("hostcheck_pip_packages_before"))
         check_dataset_path(self.arg("hostcheck_dataloader_dataset_path"))
         check_seconds(self.arg("hostcheck_dataloader_seconds"))
         wheel, source = self.arg("hostcheck_wheel"), self.arg("hostcheck_build_source")
         check_wheel(wheel, source)
 
+        checked_by_hostcheck = False
         if len(config) > 0 and (wheel == "" or WHEEL.match(str(wheel))):
             python = str(self.arg("hostcheck_build_python"))
-            base_profile = profile if profile in builtin else "default"
+            base_profile = profile if profile in PROFILE_NAMES else "default"
             checked = os.path.abspath(str(wheel or source))
             # python -c puts its working folder first on sys.path: run in the source or beside
             # the wheel, so that no other hostcheck (a checkout the playbook runs in) stands in
@@ -337,8 +352,15 @@ class ActionModule(RoleAction):
             problem = config_problem(python, rc, stdout, stderr, msg)
             if problem:
                 raise Invalid(problem)
+            checked_by_hostcheck = rc == 0
             if rc == 3:
-                self.note(f"hostcheck_config: not checked on the controller: {stdout}")
+                self.note(
+                    f"hostcheck_config: its keys checked, its values left to the host ({stdout})"
+                )
+        if not checked_by_hostcheck:
+            problem = config_shape_problem(config)
+            if problem:
+                raise Invalid(problem)
         if not self.enabled():
             return {"numbers": numbers, "os_vars": {}}
         return {"numbers": numbers, "os_vars": os_vars_for(self.os_vars(), self.facts())}

@@ -36,6 +36,9 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     ActionModule as Validation,
 )
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_schema import (
+    PROFILE_NAMES,
+)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.systemd_quoting import (
     systemd_split,
@@ -63,8 +66,7 @@ def config_held(config: dict | None) -> object:
 
 def installation_verified(read: dict, wanted: dict) -> str:
     """hostcheck installed, the config file and the latest report as wanted; Invalid naming
-    what is there when not. wanted: venv, config_file, config, report_dir, run, profile,
-    builtin_profiles."""
+    what is there when not. wanted: venv, config_file, config, report_dir, run, profile."""
     version = (read["venv"]["hostcheck"] or {}).get("version")
     held = config_held(read["config"])
     report = read["report"] or {}
@@ -76,8 +78,7 @@ def installation_verified(read: dict, wanted: dict) -> str:
             and report.get("schema_version") == 1
             and report.get("tool_version") == version
             and (
-                wanted["profile"] not in wanted["builtin_profiles"]
-                or report.get("profile") == wanted["profile"]
+                wanted["profile"] not in PROFILE_NAMES or report.get("profile") == wanted["profile"]
             )
         )
     if not ok:
@@ -207,7 +208,6 @@ class ActionModule(Validation):
                         "report_dir": report_dir,
                         "run": run,
                         "profile": self.arg("hostcheck_profile"),
-                        "builtin_profiles": self.arg("builtin_profiles"),
                     },
                 )
             )

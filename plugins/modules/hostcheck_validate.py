@@ -6,11 +6,15 @@ module: hostcheck_validate
 short_description: Check the hostcheck role's variables, change nothing
 description:
   - Checks the variables against roles/hostcheck/meta/argument_specs.yml, then each against
-    what hostcheck accepts (its built-in profiles, check ids, config keys, the options the role
-    sets itself) and the ranges of the numeric ones. On the controller, where this action runs,
-    it asks C(systemd-analyze calendar) about I(hostcheck_timer_schedule) (when the timer is on
-    and the controller has it) and hostcheck's own schema about I(hostcheck_config) (skipped,
-    with a note, where hostcheck cannot be imported).
+    what hostcheck accepts (its built-in profiles, the options the role sets itself) and the
+    ranges of the numeric ones. On the controller, where this action runs, it asks
+    C(systemd-analyze calendar) about I(hostcheck_timer_schedule) (when the timer is on and the
+    controller has it) and hostcheck itself about I(hostcheck_config), so it refuses what
+    C(hostcheck run --config) refuses, with its message. Where hostcheck cannot be imported
+    there (or I(hostcheck_wheel) is a pip requirement), the config's keys and sections are
+    checked against the names hostcheck's schema generated
+    (plugins/plugin_utils/hostcheck_schema.py), with the same messages; its values are left to
+    the host (a note says so where hostcheck cannot be imported).
   - When the role is enabled, picks the role's per-OS vars (the OS packages and the python the
     venv needs); an OS without any fails.
   - The role's validate.yml runs it; main.yml gets the same result again in the run through
@@ -31,10 +35,6 @@ EXAMPLES = r"""
     hostcheck_venv: "{{ hostcheck_venv }}"
     # ... every other hostcheck_* variable the same way
     number_ranges: "{{ __hostcheck_number_ranges }}"
-    builtin_profiles: "{{ __hostcheck_builtin_profiles }}"
-    config_keys: "{{ __hostcheck_config_keys }}"
-    check_ids: "{{ __hostcheck_check_ids }}"
-    reserved_args: "{{ __hostcheck_reserved_args }}"
     validated: "{{ __hostcheck_validation | default({}) }}"
   register: __hostcheck_validation
 """

@@ -91,6 +91,8 @@ VALUES = merged(
             "checks": {
                 "shm": {"min_size": "32MiB", "min_free": "16MiB"},
                 "ulimits": {"min_nofile_soft": 1024},
+                # a check the role once refused to configure (its own copy of the check ids)
+                "dataloader": {"max_age_days": 7},
             }
         },
     },
@@ -299,7 +301,7 @@ BAD_INPUT = [
     ({"hostcheck_profile": "gpu_node"}, "hostcheck_profile: one of default, gpu-node"),
     ({"hostcheck_venv": "venvs/train"}, "hostcheck_venv: an absolute path"),
     ({"hostcheck_report_dir": "/"}, "hostcheck_report_dir: an absolute path"),
-    ({"hostcheck_config": {"checks": {"shmm": {}}}}, "hostcheck_config: a mapping"),
+    ({"hostcheck_config": {"checks": {"shmm": {}}}}, "hostcheck_config: shmm: unknown key"),
     (
         {"hostcheck_config": {"checks": {"shm": {"min_size": "150%"}}}},
         "hostcheck_config: shm.min_size: a percentage of RAM must be above 0% and at most 100%",

@@ -1,6 +1,8 @@
 """The hostcheck role's validate action: each bad variable refused by its message, the schedule
 checked by systemd-analyze and hostcheck_config by hostcheck's own schema on the controller
-(both skipped where they cannot run), the whole action run through ansible-playbook."""
+(both skipped where they cannot run; hostcheck_config's keys and sections are then checked
+against the names hostcheck generated, with hostcheck's own messages), the whole action run
+through ansible-playbook."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
     CHECK_CONFIG,
+    RESERVED_OPTIONS,
     SYSTEMD_ANALYZE,
     calendar_problem,
-    check_config,
     check_dataset_path,
     check_extra_args,
     check_paths,
@@ -24,7 +26,11 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate i
     check_seconds,
     check_wheel,
     config_problem,
+    config_shape_problem,
     run,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_schema import (
+    RUN_OPTIONS,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
@@ -32,10 +38,7 @@ from tests.paths import CHECKOUT as REPO
 from tests.support.role_arguments import spec_refusal
 
 ROLE_VARS = yaml.safe_load((REPO / "roles" / "hostcheck" / "vars" / "main.yml").read_text())
-PROFILES = ROLE_VARS["__hostcheck_builtin_profiles"]
-KEYS = ROLE_VARS["__hostcheck_config_keys"]
-IDS = ROLE_VARS["__hostcheck_check_ids"]
-RESERVED = ROLE_VARS["__hostcheck_reserved_args"]
+
 PATHS = {
     "hostcheck_venv": "/opt/venvs/train",
     "hostcheck_cache_dir": "/var/cache/hostcheck",
@@ -62,15 +65,15 @@ def test_good_paths_pass_and_bad_ones_are_named_together():
 
 
 def test_profiles():
-    check_profiles("gpu-node", "/etc/hostcheck/profile.yaml", PROFILES)
+    check_profiles("gpu-node", "/etc/hostcheck/profile.yaml")
     with pytest.raises(Invalid) as caught:
-        check_profiles("gpu_node", "quick", PROFILES)
+        check_profiles("gpu_node", "quick")
     assert str(caught.value) == (
         "hostcheck_profile: one of default, gpu-node, quick or the absolute path of a profile "
         "file on the host, got 'gpu_node'"
     )
     with pytest.raises(Invalid, match=r"^hostcheck_timer_profile: one of default, gpu-node"):
-        check_profiles("default", "relative.yaml", PROFILES)
+        check_profiles("default", "relative.yaml")
 
 
 @pytest.mark.parametrize("schedule", ["", "   ", "hourly\n", "a\rb", 15, None])
@@ -100,31 +103,56 @@ def test_systemd_analyze_judges_schedules_here():
     )
 
 
+def hostcheck_says(config: object) -> str:
+    """What hostcheck's own validation of a --config layer says of it ('' when it passes)."""
+    from hostcheck.config import ConfigError, validate
+    from hostcheck.registry import profile_schema
+
+    try:
+        validate(config, profile_schema(), "hostcheck_config")
+    except ConfigError as exc:
+        return str(exc)
+    return ""
+
+
 @pytest.mark.parametrize(
     "config",
     [
         [],
         "checks: {}",
         {"checkz": {}},
+        {"checkz": {}, "zzz": 1, "checks": {"shmm": {}}},
         {"checks": None},
         {"checks": []},
         {"checks": {"shmm": {}}},
         {"checks": {"shm": 5}},
+        {"checks": {"shm": "min_size=1G", "gpu": None}},
+        {"checks": {"dataloader": {"max_age_dayz": 7}}},
+        {"checks": {"shm": {"min_size": "1G"}, "gpu": {"nvlink": 1, "events": 2}}},
     ],
 )
-def test_bad_config_shapes(config):
-    with pytest.raises(Invalid) as caught:
-        check_config(config, KEYS, IDS)
-    assert str(caught.value).startswith(
-        "hostcheck_config: a mapping with keys among description, extends, require_gpu, checks, "
-        "its checks a mapping of check ids (shm, ulimits, storage, pillow, cpu, memory, sysctl, "
-        "gpu, dcgm, loop) to mappings of thresholds, got "
-    )
+def test_bad_config_shapes_are_refused_as_hostcheck_refuses_them(config):
+    said = config_shape_problem(config)
+    assert said.startswith("hostcheck_config: ")
+    assert said == hostcheck_says(config)
 
 
-def test_good_config_shapes():
-    check_config({}, KEYS, IDS)
-    check_config({"description": "x", "checks": {"shm": {"min_size": "1G"}, "gpu": {}}}, KEYS, IDS)
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"description": "x", "checks": {"shm": {"min_size": "1G"}, "gpu": {}}},
+        {"checks": {"dataloader": {"max_age_days": 7}}},
+        {"extends": "quick", "require_gpu": False, "job": {}, "fleet": {}},
+    ],
+)
+def test_config_shapes_hostcheck_accepts_pass(config):
+    assert hostcheck_says(config) == ""
+    assert config_shape_problem(config) == ""
+
+
+def test_the_options_the_role_sets_itself_are_options_of_hostcheck_run():
+    assert set(RESERVED_OPTIONS) <= set(RUN_OPTIONS)
 
 
 @pytest.mark.parametrize(
@@ -143,7 +171,7 @@ def test_good_config_shapes():
 )
 def test_bad_extra_args(args):
     with pytest.raises(Invalid) as caught:
-        check_extra_args(args, RESERVED)
+        check_extra_args(args)
     assert str(caught.value).startswith(
         "hostcheck_extra_args: one argument per item ([--user, trainer]), without --profile or "
         "--fail-on or --reuse-measurements or --record-basis (use hostcheck_profile, "
@@ -154,10 +182,8 @@ def test_bad_extra_args(args):
 
 
 def test_good_extra_args():
-    check_extra_args([], RESERVED)
-    check_extra_args(
-        ["--user", "trainer", "--report", "json:/tmp/r.json", "--check", "shm"], RESERVED
-    )
+    check_extra_args([])
+    check_extra_args(["--user", "trainer", "--report", "json:/tmp/r.json", "--check", "shm"])
 
 
 def test_pip_packages_before():

@@ -33,7 +33,6 @@ WANTED = {
     "report_dir": "/var/lib/hostcheck",
     "run": True,
     "profile": "default",
-    "builtin_profiles": ["default", "gpu-node", "quick"],
 }
 REPORT = {
     "schema_version": 1,

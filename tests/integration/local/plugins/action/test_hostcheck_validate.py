@@ -1,9 +1,13 @@
 """The hostcheck role's validate action through ansible-playbook on this machine: hostcheck_config
-judged by hostcheck's schema, the schedule by systemd-analyze (skipped where it cannot run), each
-bad variable named."""
+judged by hostcheck's schema (the same configurations refused by the role and by `hostcheck run
+--config`, with the same message), the schedule by systemd-analyze (skipped where it cannot run),
+each bad variable named."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +31,23 @@ BAD_DATALOADER = [
     ({"hostcheck_dataloader_seconds": "soon"}, "hostcheck_dataloader_seconds: a number"),
     ({"hostcheck_dataloader_path": "dataloader.json"}, "hostcheck_dataloader_path: an abs"),
     ({"hostcheck_dataloader_dataset_path": "data"}, "hostcheck_dataloader_dataset_path: "),
+]
+# Configurations hostcheck run --config takes, and ones it refuses: keys, sections, thresholds.
+GOOD_CONFIGS = [
+    {"checks": {"dataloader": {"max_age_days": 7}}},
+    {"description": "site", "checks": {"ulimits": {"min_nofile_soft": 1024}}},
+    {"checks": {"shm": {"min_size": "1G", "severity": "fail"}}, "require_gpu": False},
+    {"job": {}},
+]
+BAD_CONFIGS = [
+    {"checks": {"dataloader": {"max_age_dayz": 7}}},
+    {"checks": {"shmm": {}}},
+    {"checkz": {}},
+    {"checks": {"shm": 5}},
+    {"checks": {"shm": {"min_size": "150%"}}},
+    {"checks": {"shm": {"severity": "error"}}},
+    {"checks": {"loop": {"seconds": -1}}},
+    {"require_gpu": "yes"},
 ]
 WRONGLY_TYPED = [
     ({"hostcheck_extra_args": "--user trainer"}, "hostcheck_extra_args"),
@@ -62,6 +83,62 @@ def test_the_action_validates_once_and_gives_the_same_values_again(tmp_path):
     assert "__hostcheck_os_packages" in first["values"]["os_vars"]
     assert again["values"] == first["values"]
     assert again["msg"] == "hostcheck: validated earlier in this run"
+
+
+def hostcheck_run_says(config: dict, tmp_path: Path) -> tuple[int, str]:
+    """hostcheck run --config on this machine (its shm check only): exit code, and the error
+    without hostcheck's prefix and the file's name."""
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps(config))
+    done = subprocess.run(
+        [
+            Path(sys.executable).parent / "hostcheck",
+            "run",
+            "--profile",
+            "quick",
+            "--config",
+            str(path),
+            "--check",
+            "shm",
+            "--report",
+            "json:/dev/null",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode, done.stderr.strip().removeprefix(f"hostcheck: error: {path}: ")
+
+
+def test_the_role_refuses_what_hostcheck_run_refuses_with_its_message(tmp_path):
+    """One list for both: each configuration is a host of one validation run, and a
+    hostcheck run --config of its own. Then the same with hostcheck_build_python a python that
+    cannot import hostcheck: the keys and sections are checked against the names hostcheck
+    generated, with the same messages, and the values are left to the host."""
+    configs = {f"good{i}": c for i, c in enumerate(GOOD_CONFIGS)}
+    configs |= {f"bad{i}": c for i, c in enumerate(BAD_CONFIGS)}
+    source = {"hostcheck_wheel": "", "hostcheck_build_source": str(REPO)}
+    cases = {name: {**source, "hostcheck_config": c} for name, c in configs.items()}
+    without = {"hostcheck_build_python": "/usr/bin/python3"}
+    cases |= {f"{name}_without": {**case, **without} for name, case in cases.items()}
+    results = validate_cases("hostcheck", cases, tmp_path)
+    for name, config in configs.items():
+        rc, said = hostcheck_run_says(config, tmp_path)
+        first = results[name][0]
+        fallback = results[f"{name}_without"][0]
+        if name.startswith("good"):
+            assert rc in (0, 1), said
+            assert not first.get("failed"), first["msg"]
+            assert not fallback.get("failed"), fallback["msg"]
+            continue
+        assert rc == 2, said
+        assert first.get("failed") and first["msg"] == f"hostcheck_config: {said}", first
+        if fallback.get("failed"):
+            assert fallback["msg"] == first["msg"]
+        else:  # a value, which only hostcheck itself reads
+            assert "its values left to the host (hostcheck cannot run" in fallback["msg"], fallback
+    refused_without = sorted(n for n in configs if results[f"{n}_without"][0].get("failed"))
+    assert refused_without == ["bad0", "bad1", "bad2", "bad3"]  # unknown keys, a section
 
 
 def test_the_action_checks_the_config_with_hostcheck_schema(tmp_path):
