@@ -563,23 +563,26 @@ def test_defaults_match_the_argument_specs_and_are_commented():
 
 
 def test_the_role_only_reads():
-    """A check role: main.yml and verify.yml are each one task of its own read-only action
-    (plugins/action/cuda_check_verify.py, which validates first), validate.yml the validation."""
+    """A check role: provision.yml (main.yml imports it) and verify.yml are each one task of its
+    own read-only action (plugins/action/cuda_check_verify.py, which validates first),
+    validate.yml the validation."""
     tasks = {
         path.name: yaml.safe_load(path.read_text())
         for path in sorted((ROLE / "tasks").glob("*.yml"))
     }
-    assert sorted(tasks) == ["main.yml", "validate.yml", "verify.yml"]
+    assert sorted(tasks) == ["main.yml", "provision.yml", "validate.yml", "verify.yml"]
     modules = {
         name: [key for task in found for key in task if key.startswith(("ansible.", "hostcheck."))]
         for name, found in tasks.items()
     }
     assert modules == {
-        "main.yml": ["hostcheck.gpu_hosts.cuda_check_verify"],
+        "main.yml": ["ansible.builtin.import_tasks"],
+        "provision.yml": ["hostcheck.gpu_hosts.cuda_check_verify"],
         "validate.yml": ["hostcheck.gpu_hosts.cuda_check_validate"],
         "verify.yml": ["hostcheck.gpu_hosts.cuda_check_verify"],
     }
-    assert tasks["main.yml"][0]["register"] == "__cuda_check_checked"
+    assert tasks["main.yml"][0]["ansible.builtin.import_tasks"] == "provision.yml"
+    assert tasks["provision.yml"][0]["register"] == "__cuda_check_checked"
 
 
 def test_every_os_family_of_the_platforms_has_its_vars():
