@@ -38,6 +38,7 @@ thead th{background:#f1f3f5;position:sticky;top:0}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .grid td{text-align:center;font-size:12px;text-transform:uppercase;min-width:48px}
 .grid td.reason{text-align:left;text-transform:none;font-size:13px}
+.grid td.os{text-align:left;text-transform:none;font-size:13px;white-space:nowrap}
 .s-pass{background:#d3f0d9;color:#0b5a1f}.s-warn{background:#fff0c2;color:#6b4e00}
 .s-fail{background:#f8c9c9;color:#8a0f0f;font-weight:600}.s-skip{background:#eef0f2;color:#68717a}
 .s-error{background:#ecd3f5;color:#64108a;font-weight:600}
@@ -102,7 +103,11 @@ def _grid(report: FleetReport) -> str:
     rows = []
     for entry in report.entries:
         verdict = entry.verdict
-        cells = [f"<th>{e(entry.host)}</th>", f'<td class="s-{verdict}">{e(verdict)}</td>']
+        cells = [
+            f"<th>{e(entry.host)}</th>",
+            f'<td class="s-{verdict}">{e(verdict)}</td>',
+            f'<td class="os">{e(entry.facts.get("os") or "")}</td>',
+        ]
         if entry.state == REPORT:
             for check_id in checks:
                 status = entry.checks.get(check_id, "missing")
@@ -117,7 +122,7 @@ def _grid(report: FleetReport) -> str:
         )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return (
-        '<table class="grid"><thead><tr><th>host</th><th>verdict</th>'
+        '<table class="grid"><thead><tr><th>host</th><th>verdict</th><th>os</th>'
         f"{head}<th>workers</th><th>reasons</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 

@@ -115,8 +115,9 @@ def page(tmp_path, real_report) -> tuple[Path, dict[str, str]]:
     return out, verdicts
 
 
-def test_rendered_page_shows_every_host_and_status(tmp_path, page, capsys):
+def test_rendered_page_shows_every_host_and_status(tmp_path, page, capsys, real_report):
     out, verdicts = page
+    real_os = real_report["host"]["os"]["pretty_name"]
     capsys.readouterr()
     text = out.read_text()
     assert "<script" not in text  # the hostile name is escaped, and the page has no script
@@ -136,11 +137,14 @@ def test_rendered_page_shows_every_host_and_status(tmp_path, page, capsys):
         ]
         if cells:
             rows[cells[0]] = cells
+    assert re.findall(r"<th>(\w+)</th>", grid)[:3] == ["host", "verdict", "os"]
     for name, verdict in verdicts.items():
         assert name in rows, name
         assert rows[name][1] == verdict, (name, rows[name])
+    # the OS each report names (this machine's, in every host's copy), none for a marker
+    assert rows["gpu6"][2] == real_os and rows["gpu9"][2] == ""
     for check_status in ("pass", "warn", "fail", "skip", "error"):
-        assert any(check_status in cells[2:] for cells in rows.values()), check_status
+        assert any(check_status in cells[3:] for cells in rows.values()), check_status
     assert "truncated JSON" in dom and "no answer in 300 s" in dom
     assert "loop throughput" in dom and "median" in dom  # the charts
     assert "Outliers (1)" in dom and "Drift since" in dom
