@@ -66,7 +66,6 @@ def nvidia_driver_os(os_vars: dict, facts: dict, repo_url: object, repo_key_url:
     key_url = repo_key_url or f"{repository}/{os_vars['__nvidia_driver_cuda_repo_key_file']}"
     return {
         "name": f"{facts.get('distribution')} {facts.get('distribution_version')}",
-        "unsupported": os_vars.get("__nvidia_driver_unsupported") or "",
         "default_source": os_vars["__nvidia_driver_default_source"],
         "table": os_vars["__nvidia_driver_table"],
         "headers": os_vars["__nvidia_driver_headers"],

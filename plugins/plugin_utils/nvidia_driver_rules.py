@@ -59,9 +59,6 @@ def nvidia_driver_settings(settings: dict, os: dict) -> dict:
             "nvidia_driver_mok_key and nvidia_driver_mok_cert go together (DKMS signs with the "
             "key; the certificate is what mokutil enrolls)",
         )
-    unsupported = os.get("unsupported")
-    if unsupported:
-        _fail("nvidia_driver_enabled", unsupported)
     if source == "auto":
         source = os["default_source"]
     table = os["table"].get(source)

@@ -23,9 +23,10 @@ INTERNAL has number_ranges (the role's __<role>_number_ranges: {variable: [lowes
 unit]}), the numeric variables are checked against it before validate(), which reads them as
 integers; a value out of range fails the task naming the variable.
 
-Per-OS values come from the first of vars/<distribution>-<major>.yml, <distribution>.yml,
-<os_family>-<major>.yml, <os_family>.yml (os_vars(): Ansible's first_found order, without a
-task per role and host); `{fact}` in their strings is the host's fact.
+Per-OS values are what the role's tasks/validate.yml loaded with include_vars and first_found
+(the first of vars/<distribution>-<major>.yml, <distribution>.yml, <os_family>-<major>.yml,
+<os_family>.yml) into __<role>_os_vars_loaded; os_vars() fills in `{fact}` in their strings
+with the host's fact.
 
 Result: `values` (what the role's tasks use, documented in the action's plugins/modules file),
 `digest` (of the arguments) and `msg`. `validated` is this task's own earlier result in the run:
@@ -56,13 +57,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms impo
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 VALIDATED = {"validated": {"type": "dict", "default": {}}}
 FACT_FIELD = re.compile(r"\{(\w+)\}")
-# vars/<candidate>.yml in this order, the first that exists (Ansible's first_found)
-OS_VARS = (
-    "{distribution}-{distribution_major_version}",
-    "{distribution}",
-    "{os_family}-{distribution_major_version}",
-    "{os_family}",
-)
 
 
 class Invalid(Exception):
@@ -80,16 +74,6 @@ def argument_spec(role: str, internal: dict | None = None) -> dict:
     """The options of the role's main entry point, the action's INTERNAL ones, `validated`."""
     options = role_meta(role, "argument_specs")["argument_specs"]["main"]["options"]
     return {**options, **(internal or {}), **VALIDATED}
-
-
-@functools.cache
-def vars_file(role: str, name: str) -> dict | None:
-    """roles/<role>/vars/<name>.yml loaded, None when there is none."""
-    path = ROLES / role / "vars" / f"{name}.yml"
-    if not path.is_file():
-        return None
-    with open(path) as handle:
-        return yaml.safe_load(handle) or {}
 
 
 def with_facts(value: object, facts: dict) -> object:
@@ -300,17 +284,18 @@ class RoleAction(ActionBase):
         return platform_of(self.facts())
 
     def os_vars(self, *, required: bool = False) -> dict:
-        """The role's per-OS values: the first of OS_VARS in its vars folder, {fact} filled in;
-        required: Invalid naming <role>_enabled when there is none for this OS."""
-        facts = self.facts()
-        for candidate in OS_VARS:
-            loaded = vars_file(self.ROLE, with_facts(candidate, facts))
-            if loaded is not None:
-                return with_facts(loaded, facts)
+        """The role's per-OS values, as tasks/validate.yml's include_vars task loaded them
+        (__<role>_os_vars_loaded), {fact} filled in; required: Invalid naming <role>_enabled
+        when none are loaded (no vars file for this OS, or validate.yml did not run first)."""
+        loaded = self.task_vars.get(f"__{self.ROLE}_os_vars_loaded")
+        if isinstance(loaded, dict):
+            return with_facts(dict(loaded), self.facts())
         if required:
+            facts = self.facts()
             raise Invalid(
-                f"{self.ROLE}_enabled: no vars file in roles/{self.ROLE}/vars for "
-                f"{facts.get('distribution')} {facts.get('distribution_version')}"
+                f"{self.ROLE}_enabled: no vars file in roles/{self.ROLE}/vars loaded for "
+                f"{facts.get('distribution')} {facts.get('distribution_version')} (the role's "
+                "tasks/validate.yml loads it, before this task)"
             )
         return {}
 

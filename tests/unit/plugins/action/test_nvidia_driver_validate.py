@@ -11,13 +11,14 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_valida
     nvidia_driver_values,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import check_numbers
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms import problem
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
-    OS_VARS,
     Invalid,
     with_facts,
 )
 
 from tests.paths import CHECKOUT
+from tests.support.os_vars import vars_file_for
 from tests.support.role_arguments import checked, spec_refusal
 
 ROLE = CHECKOUT / "roles" / "nvidia_driver"
@@ -40,13 +41,20 @@ def facts(name: str) -> dict:
 
 
 def os_vars(host: dict) -> dict:
-    """vars/<OS>.yml as the action loads it (first of OS_VARS), its {fact} fields filled in."""
-    chosen = next(
-        path
-        for path in (ROLE / "vars" / f"{c.format(**host)}.yml" for c in OS_VARS)
-        if path.exists()
-    )
+    """vars/<OS>.yml as validate.yml's include_vars task loads it, its {fact} fields filled in."""
+    chosen = vars_file_for("nvidia_driver", host)
     return with_facts(yaml.safe_load(chosen.read_text()), host)
+
+
+@pytest.mark.parametrize(("os_name", "shown"), [("centos7", "CentOS 7.9"), ("rhel7", "RedHat 7.9")])
+def test_el7_is_refused_by_the_platform_check(os_name, shown):
+    """EL 7 is past its end of life: the role's platform check (meta/main.yml: EL 8 and 9)
+    refuses it naming nvidia_driver_enabled, before the package table is read."""
+    host = facts(os_name)
+    platforms = yaml.safe_load((ROLE / "meta" / "main.yml").read_text())["galaxy_info"]["platforms"]
+    refused = problem({**host, "distribution_release": ""}, platforms, "nvidia_driver")
+    assert refused.startswith(f"nvidia_driver: {shown} is not supported; the role runs on ")
+    assert "EL 8, 9" in refused and "set nvidia_driver_enabled: false" in refused
 
 
 def values(os_name: str = "debian12", **changes) -> dict:
@@ -142,8 +150,6 @@ def test_a_mirror_and_its_key():
         ),
         ("debian12", {"nvidia_driver_mok_key": "/k"}, "nvidia_driver_mok_cert", "go together"),
         ("debian12", {"nvidia_driver_mok_cert": "/c"}, "nvidia_driver_mok_key", "go together"),
-        ("centos7", {}, "nvidia_driver_enabled", "CentOS 7 reached its end of life"),
-        ("rhel7", {}, "nvidia_driver_enabled", "RHEL 7 left full support"),
         (
             "debian12",
             {"nvidia_driver_source": "distribution"},

@@ -33,6 +33,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
 )
 
 from tests.paths import CHECKOUT as REPO
+from tests.support.os_vars import vars_file_for
 
 ROLE = REPO / "roles" / "nvidia_driver"
 
@@ -79,13 +80,6 @@ FACTS = {
         "os_family": "RedHat",
         "kernel": "5.14.0-427.13.1.el9_4.x86_64",
     },
-    "centos7": {
-        "distribution": "CentOS",
-        "distribution_major_version": "7",
-        "distribution_version": "7.9",
-        "os_family": "RedHat",
-        "kernel": "3.10.0-1160.el7.x86_64",
-    },
 }
 
 
@@ -98,13 +92,7 @@ def os_vars(facts: dict, **variables) -> dict:
     nvidia_driver_validate action loads them (first_found order, {fact} fields filled in), and
     put together by the action's nvidia_driver_os."""
     facts = {"architecture": "x86_64", **facts}
-    names = [
-        f"{facts['distribution']}-{facts['distribution_major_version']}.yml",
-        f"{facts['distribution']}.yml",
-        f"{facts['os_family']}-{facts['distribution_major_version']}.yml",
-        f"{facts['os_family']}.yml",
-    ]
-    chosen = next(ROLE / "vars" / n for n in names if (ROLE / "vars" / n).exists())
+    chosen = vars_file_for("nvidia_driver", facts)
     settings = {**defaults(), **variables}
     return nvidia_driver_os(
         with_facts(yaml.safe_load(chosen.read_text()), facts),
@@ -289,7 +277,6 @@ def test_a_mirror_replaces_nvidias_repository_and_key():
 @pytest.mark.parametrize(
     ("os_name", "changes", "variable", "words"),
     [
-        ("centos7", {}, "nvidia_driver_enabled", "CentOS 7 reached its end of life"),
         (
             "rocky9",
             {"source": "distribution"},

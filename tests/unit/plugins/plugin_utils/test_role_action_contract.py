@@ -102,13 +102,18 @@ def test_the_documentation_lists_the_role_spec(action, shown):
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
 def test_the_action_reads_only_its_arguments_and_the_facts(action):
-    """No task_vars lookup but ansible_facts, no private objects of the task (its role)."""
+    """No task_vars lookup but the base's: ansible_facts, the host's name and the role's per-OS
+    vars its validate.yml loaded (include_vars); no private objects of the task (its role)."""
     source = (REPO / "plugins" / "action" / f"{action}.py").read_text()
     base = (REPO / "plugins" / "plugin_utils" / "role_action.py").read_text()
     for text in (source, base):
         assert set(re.findall(r"self\._task\.(\w+)", text)) <= {"args"}
         assert "_templar" not in text and "_role_path" not in text
     assert 'task_vars or {}).get("ansible_facts")' in base
+    assert re.findall(r"self\.task_vars\.get\(([^,)]+)", base) == [
+        '"inventory_hostname"',
+        'f"__{self.ROLE}_os_vars_loaded"',
+    ]
     assert "task_vars[" not in source and "task_vars.get" not in source
 
 

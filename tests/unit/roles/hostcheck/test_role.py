@@ -23,6 +23,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
 from hostcheck.config import load_profile
 from hostcheck.registry import profile_schema
 from tests.paths import CHECKOUT as REPO
+from tests.support.os_vars import loaded
 
 ROLE = REPO / "roles" / "hostcheck"
 ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
@@ -49,8 +50,10 @@ def facts(distribution: str, major: str, family: str) -> dict:
 
 
 def os_vars(host_facts: dict) -> dict:
-    """What the validate action loads for a host with these facts (RoleAction.os_vars)."""
-    host = SimpleNamespace(facts=lambda: host_facts, ROLE="hostcheck")
+    """What the validate action reads for a host with these facts (RoleAction.os_vars), after
+    validate.yml's include_vars task loaded its vars file."""
+    task_vars = {"__hostcheck_os_vars_loaded": loaded("hostcheck", host_facts)}
+    host = SimpleNamespace(facts=lambda: host_facts, ROLE="hostcheck", task_vars=task_vars)
     return os_vars_for(RoleAction.os_vars(host), host_facts)
 
 

@@ -19,13 +19,11 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate
     os_key,
     skip_reason,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
-    OS_VARS,
-    with_facts,
-)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import with_facts
 from hostcheck._shared import distributions
 
 from tests.paths import CHECKOUT as REPO
+from tests.support.os_vars import vars_file_for as os_vars_file_for
 
 ROLE = REPO / "roles" / "pillow_simd"
 SCRIPTS = ROLE / "files"
@@ -41,12 +39,8 @@ def render(text: str, **variables) -> str:
 
 
 def vars_file_for(facts: dict) -> Path | None:
-    """What the validate action's os_vars picks for these facts."""
-    for name in OS_VARS:
-        path = ROLE / "vars" / (name.format(**facts) + ".yml")
-        if path.exists():
-            return path
-    return None
+    """What validate.yml's include_vars task loads for these facts."""
+    return os_vars_file_for("pillow_simd", facts)
 
 
 FACTS = {

@@ -565,7 +565,7 @@ def test_defaults_match_the_argument_specs_and_are_commented():
 def test_the_role_only_reads():
     """A check role: provision.yml (main.yml imports it) and verify.yml are each one task of its
     own read-only action (plugins/action/cuda_check_verify.py, which validates first),
-    validate.yml the validation."""
+    validate.yml this OS's vars file loaded, then the validation."""
     tasks = {
         path.name: yaml.safe_load(path.read_text())
         for path in sorted((ROLE / "tasks").glob("*.yml"))
@@ -576,12 +576,17 @@ def test_the_role_only_reads():
         for name, found in tasks.items()
     }
     assert modules == {
-        "main.yml": ["ansible.builtin.import_tasks"],
+        "main.yml": [
+            "ansible.builtin.setup",  # the distribution facts, when the play did not gather them
+            "ansible.builtin.import_tasks",
+            "ansible.builtin.import_tasks",
+        ],
         "provision.yml": ["hostcheck.gpu_hosts.cuda_check_verify"],
-        "validate.yml": ["hostcheck.gpu_hosts.cuda_check_validate"],
+        "validate.yml": ["ansible.builtin.include_vars", "hostcheck.gpu_hosts.cuda_check_validate"],
         "verify.yml": ["hostcheck.gpu_hosts.cuda_check_verify"],
     }
-    assert tasks["main.yml"][0]["ansible.builtin.import_tasks"] == "provision.yml"
+    imported = [task["ansible.builtin.import_tasks"] for task in tasks["main.yml"][1:]]
+    assert imported == ["validate.yml", "provision.yml"]
     assert tasks["provision.yml"][0]["register"] == "__cuda_check_checked"
 
 
