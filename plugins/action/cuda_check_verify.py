@@ -12,69 +12,25 @@ runs alone.
 
 Besides msg (the verdict) the result has versions: the versions side by side, one line each, and
 one line per problem and warning (a failure's message is the same text). The validation comes
-first (plugins/action/cuda_check_validate.py; reused when the run validated already).
+first (the Validation of plugins/plugin_utils/cuda_check_rules.py; reused when the run
+validated already).
 Documented in plugins/modules/cuda_check_verify.py.
 """
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate import (
-    ActionModule as Validation,
-)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
-    cuda_check_decide,
+    RUN_SCRIPT,
+    Validation,
     cuda_check_facts,
+    decided,
+    os_paths,
+    parse_read,
+    script_args,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
-
-# Runs the script on stdin with the venv's python ($1), else the OS's; says which first.
-RUN_SCRIPT = """python=$1; shift
-if [ -x "$python" ]; then
-  echo venv
-else
-  echo os
-  python=$(command -v python3 || echo /usr/libexec/platform-python)
-fi
-exec "$python" - "$@"
-"""
-
-
-def script_args(toolkit_paths: list, include_paths: list, library_paths: list) -> list[str]:
-    return [
-        *(f"--toolkit-path={path}" for path in toolkit_paths),
-        *(f"--cudnn-include-path={path}" for path in include_paths),
-        *(f"--cudnn-library-path={path}" for path in library_paths),
-    ]
-
-
-def os_paths(given: list, os_vars: dict, key: str, facts: dict) -> list[str]:
-    """The folders given, or the OS's usual ones (vars/<os>.yml, {architecture} filled in)."""
-    return list(given) or [path.format(**facts) for path in os_vars.get(key, [])]
-
-
-def parse_read(stdout: str) -> tuple[bool, dict]:
-    """(whether the venv's python read, what the script read): the JSON is the last line (an
-    import may print before it), after the line RUN_SCRIPT says which python it ran."""
-    lines = stdout.strip().splitlines()
-    return lines[0] == "venv", json.loads(lines[-1])
-
-
-def verdict(decision: dict) -> str:
-    said = f"{decision['status']}: {decision['reason']}"
-    if decision["status"] == "skip":
-        said += " (cuda_check_without_driver: skip)"
-    return said
-
-
-def decided(facts: dict, settings: dict) -> tuple[str, list[str]]:
-    """(the verdict, the versions side by side), or Invalid with the whole message."""
-    decision = cuda_check_decide(facts, settings)
-    if decision["status"] not in ("pass", "skip"):
-        raise Invalid(decision["message"])
-    return verdict(decision), decision["message"].split("\n")
 
 
 class ActionModule(Validation):

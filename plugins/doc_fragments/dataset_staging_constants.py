@@ -1,5 +1,5 @@
 # The dataset_staging role's own constants (its vars/main.yml) as options of its actions:
-# the INTERNAL spec of plugins/action/dataset_staging_validate.py.
+# the INTERNAL spec of the Validation in plugins/plugin_utils/dataset_staging_rules.py.
 
 
 class ModuleDocFragment:

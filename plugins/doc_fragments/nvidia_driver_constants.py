@@ -1,5 +1,5 @@
 # The nvidia_driver role's own constants (its vars/main.yml) as options of its actions:
-# the INTERNAL spec of plugins/action/nvidia_driver_validate.py.
+# the INTERNAL spec of the Validation in plugins/plugin_utils/nvidia_driver_rules.py.
 
 
 class ModuleDocFragment:

@@ -1,5 +1,5 @@
 # The pillow_simd role's own constants (its vars/main.yml) as options of its actions:
-# the INTERNAL spec of plugins/action/pillow_simd_validate.py.
+# the INTERNAL spec of the Validation in plugins/plugin_utils/pillow_simd_rules.py.
 
 
 class ModuleDocFragment:

@@ -1,5 +1,5 @@
 # The sysctl_tuning role's own constants (its vars/main.yml) as options of its actions:
-# the INTERNAL spec of plugins/action/sysctl_tuning_validate.py.
+# the INTERNAL spec of the Validation in plugins/plugin_utils/sysctl_tuning_rules.py.
 
 
 class ModuleDocFragment:

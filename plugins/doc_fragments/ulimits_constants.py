@@ -1,5 +1,5 @@
 # The ulimits role's own constants (its vars/main.yml) as options of its actions:
-# the INTERNAL spec of plugins/action/ulimits_validate.py.
+# the INTERNAL spec of the Validation in plugins/plugin_utils/ulimits_rules.py.
 
 
 class ModuleDocFragment:

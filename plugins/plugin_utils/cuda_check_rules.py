@@ -18,10 +18,17 @@ cuda_check_decide(facts, settings)
     table the versions side by side, message all of it as the text a failure shows.
 
 Versions are compared number by number (535.104.05 is newer than 535.54.03), never as strings.
+
+cuda_check_values(variables) checks the role's variables (each bad one named) and Validation is
+the validate action (the verify action's base); decided(facts, settings) is what verify says.
 """
 
 from __future__ import annotations
 
+import json
+import re
+
+from ansible.plugins.filter.core import to_json
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils import cuda_compat
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.cuda_compat import (
     at_least,
@@ -34,6 +41,10 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.pci import (
     GPU,
     nvidia_kind,
     parse_hex,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    Invalid,
+    RoleAction,
 )
 
 SETTINGS = (
@@ -312,3 +323,128 @@ def _result(status: str, reason: str, problems: list, warnings: list, table: lis
         "table": table,
         "message": "\n".join(lines),
     }
+
+
+# Each "" or dotted digits.
+VERSION_VARIABLES = [
+    "cuda_check_min_driver_version",
+    "cuda_check_min_cuda_version",
+    "cuda_check_toolkit_version",
+    "cuda_check_cudnn_version",
+    "cuda_check_torch_cuda_version",
+]
+
+
+# Each a list of absolute paths.
+PATH_VARIABLES = [
+    "cuda_check_toolkit_paths",
+    "cuda_check_cudnn_include_paths",
+    "cuda_check_cudnn_library_paths",
+]
+
+
+VERSION = re.compile(r"^([0-9]+(\.[0-9]+)*)?$")
+
+
+VARIABLES = [
+    "cuda_check_enabled",
+    "cuda_check_venv",
+    "cuda_check_without_driver",
+    *VERSION_VARIABLES,
+    *PATH_VARIABLES,
+    "cuda_check_require_torch_cuda",
+]
+
+
+def _is_version(value: object) -> bool:
+    # a string, or a whole number (not a bool, not a float: YAML reads 12.10 as 12.1)
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    else:
+        return False
+    return VERSION.match(text) is not None
+
+
+def cuda_check_values(variables: dict) -> dict:
+    """The variables checked (Invalid names the first bad one), and the settings the decision
+    takes."""
+    for name in VERSION_VARIABLES:
+        value = variables[name]
+        if not _is_version(value):
+            raise Invalid(
+                f'{name}: "" or a version of dotted digits such as "12.4" or "550.54.15", '
+                f"quoted (unquoted, YAML reads 12.10 as the number 12.1); got {to_json(value)}"
+            )
+    venv = variables["cuda_check_venv"]
+    if not venv.startswith("/") or re.search(r"\s", venv):
+        raise Invalid(
+            "cuda_check_venv: the absolute path of the training venv, without blanks; got "
+            f"{to_json(venv)}"
+        )
+    for name in PATH_VARIABLES:
+        value = variables[name]
+        if not all(path.startswith("/") for path in value):
+            raise Invalid(f"{name}: a list of absolute paths; got {to_json(value)}")
+    settings = {name: variables[name] for name in SETTINGS}
+    settings.update({name: str(variables[name]) for name in VERSION_VARIABLES})
+    return {"settings": settings}
+
+
+class Validation(RoleAction):
+    """The cuda_check_validate action (and the base of cuda_check_verify): the variables
+    checked, no host read."""
+
+    ROLE = "cuda_check"
+    SWITCHED_OFF = "driver, CUDA, cuDNN and torch versions not checked"
+
+    def validate(self) -> dict:
+        return cuda_check_values({name: self.arg(name) for name in VARIABLES})
+
+
+# Runs the script on stdin with the venv's python ($1), else the OS's; says which first.
+RUN_SCRIPT = """python=$1; shift
+if [ -x "$python" ]; then
+  echo venv
+else
+  echo os
+  python=$(command -v python3 || echo /usr/libexec/platform-python)
+fi
+exec "$python" - "$@"
+"""
+
+
+def script_args(toolkit_paths: list, include_paths: list, library_paths: list) -> list[str]:
+    return [
+        *(f"--toolkit-path={path}" for path in toolkit_paths),
+        *(f"--cudnn-include-path={path}" for path in include_paths),
+        *(f"--cudnn-library-path={path}" for path in library_paths),
+    ]
+
+
+def os_paths(given: list, os_vars: dict, key: str, facts: dict) -> list[str]:
+    """The folders given, or the OS's usual ones (vars/<os>.yml, {architecture} filled in)."""
+    return list(given) or [path.format(**facts) for path in os_vars.get(key, [])]
+
+
+def parse_read(stdout: str) -> tuple[bool, dict]:
+    """(whether the venv's python read, what the script read): the JSON is the last line (an
+    import may print before it), after the line RUN_SCRIPT says which python it ran."""
+    lines = stdout.strip().splitlines()
+    return lines[0] == "venv", json.loads(lines[-1])
+
+
+def verdict(decision: dict) -> str:
+    said = f"{decision['status']}: {decision['reason']}"
+    if decision["status"] == "skip":
+        said += " (cuda_check_without_driver: skip)"
+    return said
+
+
+def decided(facts: dict, settings: dict) -> tuple[str, list[str]]:
+    """(the verdict, the versions side by side), or Invalid with the whole message."""
+    decision = cuda_check_decide(facts, settings)
+    if decision["status"] not in ("pass", "skip"):
+        raise Invalid(decision["message"])
+    return verdict(decision), decision["message"].split("\n")

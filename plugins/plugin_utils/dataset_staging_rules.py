@@ -1,6 +1,6 @@
 """Decisions of the dataset_staging role, as pure functions of the role's variables and of
 what the disk probe read on the host, so every refusal is a table row in tests/unit. The
-role's validate action (plugins/action/dataset_staging_validate.py) uses them:
+role's validate action (this file's Validation) uses them:
 
 dataset_staging_settings(given, os_family)  the variables checked together, normalised:
     {devices, filesystem, layout, mount, datasets: [{name, source, side, dest, ...}], ...};
@@ -12,11 +12,25 @@ dataset_staging_disk_plan(probe, settings)  {action: none|reuse|create, target,
 
 from __future__ import annotations
 
+import json
+import os
 import os.path
 import re
+from typing import ClassVar
 
-from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import parse_size
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible.plugins.filter.core import to_json
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dataset_stage import (
+    StagingError,
+    stage,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.sizes import (
+    format_size,
+    parse_size,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
+    Invalid,
+    RoleAction,
+)
 
 LABEL_LIMITS = {"xfs": 12, "ext4": 16, "btrfs": 255}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -288,3 +302,236 @@ def dataset_staging_disk_plan(probe: dict, settings: dict) -> dict:
     if refusals:
         return {"action": "refuse", "target": target, "refusals": refusals, "wipe": []}
     return {"action": "create", "target": target, "refusals": [], "wipe": wipe}
+
+
+# settings key -> the role variable it is read from (dataset_staging_<key>)
+GIVEN = (
+    "devices",
+    "filesystem",
+    "mount",
+    "mount_options",
+    "label",
+    "force_format",
+    "raid_name",
+    "raid_chunk",
+    "datasets",
+    "parallel",
+    "checksum",
+    "verify",
+    "verify_written",
+    "hot_root",
+)
+PROBE_SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+# The size and mount point of the file system a path is on (or would be, once made).
+HOT_FS_SCRIPT = """set -o pipefail
+folder=$1
+while [ ! -e "$folder" ]; do folder=$(dirname "$folder"); done
+df -B1 --output=size,target "$folder" | tail -n 1
+"""
+
+
+def refuse(refusals: list[str]) -> None:
+    if refusals:
+        raise Invalid(" | ".join(refusals))
+
+
+def measure_args(dataset: dict, checksum: str) -> dict:
+    args = {"mode": "measure", "name": dataset["name"], "source": dataset["source"]}
+    if dataset["manifest"]:
+        args.update(manifest=dataset["manifest"], checksum=checksum)
+    return args
+
+
+def measure_here(args: dict) -> dict:
+    """What the dataset_stage module gives for `args` (mode measure), run in this process: on
+    the controller, as the controller's user. Paths are expanded as its `path` options are."""
+    options = dict(args)
+    for key in ("source", "manifest"):
+        if options.get(key):
+            options[key] = os.path.expanduser(os.path.expandvars(options[key]))
+    try:
+        return stage(options)
+    except StagingError as error:
+        return {"failed": True, "msg": str(error), **error.result}
+    except Exception as error:  # the module would fail with it as its message
+        return {"failed": True, "msg": f"{type(error).__name__}: {error}"}
+
+
+def unreadable(measured: list[dict]) -> list[str]:
+    return [
+        f"{m['__dataset_staging_item']['variable']}: {m.get('msg', 'could not be read')}"
+        for m in measured
+        if "bytes_total" not in m
+    ]
+
+
+def parse_hot_fs(stdout: str) -> dict:
+    """df's `size target` line: {size, target}."""
+    size, dummy, target = stdout.strip().partition(" ")
+    return {"size": int(size), "target": target.strip()}
+
+
+def too_large(measured: list[dict], hot_fs: dict) -> list[str]:
+    size = hot_fs["size"]
+    return [
+        f"{m['__dataset_staging_item']['variable']}.hot: the dataset is {m['bytes_total']} bytes "
+        f"({format_size(m['bytes_total'])}), more than the {size} bytes "
+        f"({format_size(size)}) of {hot_fs['target']} (dataset_staging_hot_root)"
+        for m in measured
+        if m["__dataset_staging_item"]["hot"]
+        and "bytes_total" in m
+        and int(m["bytes_total"]) > size
+    ]
+
+
+def _clean(result: dict) -> dict:
+    """A module result as `register:` keeps it (without Ansible's internal keys)."""
+    return {key: value for key, value in result.items() if not key.startswith("_ansible")}
+
+
+class Validation(RoleAction):
+    ROLE = "dataset_staging"
+    INTERNAL: ClassVar[dict] = {
+        # {variable: [lowest, highest, unit]} (vars/main.yml)
+        "number_ranges": {"type": "dict", "required": True},
+    }
+    SWITCHED_OFF = "no disk touched, no dataset staged"
+    CHECKS_WHEN_OFF = False
+
+    def validate(self) -> dict:
+        facts = self.facts()
+        os_vars = self.os_vars(required=True)
+        settings = dataset_staging_settings(
+            {key: self.arg(f"dataset_staging_{key}") for key in GIVEN}, facts["os_family"]
+        )
+
+        probe = dict(PROBE_SKIPPED)
+        if settings["layout"] != "none":
+            probe = self.on_host(
+                "hostcheck.gpu_hosts.dataset_disk_probe",
+                {
+                    "devices": settings["devices"],
+                    "mount": settings["mount"],
+                    "raid_name": settings["raid_name"],
+                },
+                fail=False,
+            )
+            if probe.get("failed"):
+                raise Invalid(f"dataset_staging_devices: {probe.get('msg', probe)}")
+            probe = _clean(probe)
+        disk = dataset_staging_disk_plan(probe if settings["layout"] != "none" else {}, settings)
+        refuse(disk["refusals"])
+
+        measured = []
+        for side in ("node", "controller"):
+            for dataset in settings["datasets"]:
+                if dataset["side"] != side:
+                    continue
+                args = measure_args(dataset, settings["checksum"])
+                if side == "node":
+                    result = _clean(
+                        self.on_host("hostcheck.gpu_hosts.dataset_stage", args, fail=False)
+                    )
+                else:
+                    result = measure_here(args)
+                measured.append({**result, "__dataset_staging_item": dataset})
+        refuse(unreadable(measured))
+
+        if settings["layout"] == "none" and not settings["datasets"]:
+            self.note(
+                "dataset_staging_devices and dataset_staging_datasets are empty: nothing to do"
+            )
+        values = {
+            "settings": settings,
+            "os_vars": os_vars,
+            "probe": probe,
+            "disk": disk,
+            "measured": measured,
+        }
+        if any(dataset["hot"] for dataset in settings["datasets"]):
+            read = self.host_command(["/bin/bash", "-c", HOT_FS_SCRIPT, "df", settings["hot_root"]])
+            if read.get("rc") != 0:
+                raise Invalid(
+                    f"dataset_staging_hot_root: the size of the file system of "
+                    f"{settings['hot_root']} could not be read: "
+                    f"{(read.get('stderr') or read.get('msg') or '').strip()}"
+                )
+            values["hot_fs"] = hot_fs = parse_hot_fs(read["stdout"])
+            refuse(too_large(measured, hot_fs))
+        return values
+
+
+# The mount at $1 and the fstab line findmnt finds for it, as {"live": ..., "fstab": ...}
+# (null where findmnt finds none).
+MOUNT_SCRIPT = """printf '{"live": '
+findmnt --json --bytes --output SOURCE,TARGET,FSTYPE,OPTIONS,UUID "$1" || printf null
+printf ', "fstab": '
+findmnt --fstab --json --output SOURCE,TARGET,FSTYPE,OPTIONS --target "$1" || printf null
+printf '}\\n'
+"""
+
+
+def parse_mount_read(stdout: str) -> tuple[dict | None, dict | None]:
+    """(mounted, persisted): findmnt's first file system of each, None where it found none."""
+    read = json.loads(stdout)
+    return tuple(
+        (found or {}).get("filesystems", [None])[0] for found in (read["live"], read["fstab"])
+    )
+
+
+def mount_problem(settings: dict, mounted: dict | None, persisted: dict | None) -> str | None:
+    """None when the file system is mounted by UUID with its options and listed in fstab."""
+    wanted_options = settings["mount_options"]
+    holds = (
+        mounted is not None
+        and persisted is not None
+        and mounted["fstype"] == settings["filesystem"]
+        and persisted["source"] == f"UUID={mounted['uuid']}"
+        and set(wanted_options) <= set(persisted["options"].split(","))
+        and ("noatime" not in wanted_options or "noatime" in mounted["options"].split(","))
+    )
+    if holds:
+        return None
+    mounted = mounted or {"fstype": "nothing mounted", "uuid": "", "options": ""}
+    persisted = persisted or {"source": "no fstab line", "options": ""}
+    return (
+        f"dataset_staging_mount: {settings['mount']} should hold a {settings['filesystem']} "
+        f"file system mounted with {','.join(wanted_options)} and listed in fstab by UUID; "
+        f"mounted: {to_json(mounted)}; fstab: {to_json(persisted)}"
+    )
+
+
+def dataset_copies(settings: dict) -> list[dict]:
+    """Each staged copy to check (dataset_stage's arguments): the dataset at its destination,
+    and its hot copy, both against the manifest the staging recorded; dry_run, so nothing is
+    written."""
+    copies = []
+    for dataset in settings["datasets"]:
+        manifest = f"{settings['state_dir']}/{dataset['name']}.sha256"
+        places = [(dataset["dest"], settings["state_dir"])]
+        if dataset["hot"]:
+            places.append((dataset["hot_dest"], settings["hot_state_dir"]))
+        copies += [
+            {
+                "mode": "copy",
+                "name": dataset["name"],
+                "source": dataset["dest"],
+                "manifest": manifest,
+                "dest": dest,
+                "state_dir": state_dir,
+                "checksum": settings["checksum"],
+                "verify": settings["verify"],
+                "dry_run": True,
+            }
+            for dest, state_dir in places
+        ]
+    return copies
+
+
+def copy_problem(copy: dict, checked: dict) -> str | None:
+    """None when the dry-run copy found the destination complete."""
+    if checked.get("failed"):
+        return f"{copy['dest']}: {checked.get('msg', 'could not be checked')}"
+    if int(checked.get("would_copy_files", 0)) > 0:
+        return f"{copy['dest']} is not complete: {checked.get('summary')}"
+    return None

@@ -9,8 +9,8 @@ import uuid
 from pathlib import Path
 
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_validate import GIVEN
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
+    GIVEN,
     dataset_staging_settings,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import numbers_in_range

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     Tuning,
     expected_boot_files,
     sysctl_tuning_changes,

@@ -13,7 +13,11 @@ from tests.support import os_vars
 from tests.support.os_vars import candidates, include_vars_task, platform_facts, vars_file_for
 
 ROLES_WITH_OS_VARS = sorted(
-    {path.parent.parent.name for path in os_vars.ROLES.glob("*/vars/*.yml") if path.name != "main.yml"}
+    {
+        path.parent.parent.name
+        for path in os_vars.ROLES.glob("*/vars/*.yml")
+        if path.name != "main.yml"
+    }
 )
 # the validate actions that call os_vars(required=True): no vars file, no run
 REQUIRED = {"dataset_staging", "nvidia_driver", "sysctl_tuning"}

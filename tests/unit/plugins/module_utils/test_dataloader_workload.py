@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action import hostcheck_plan
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils import hostcheck_rules
 from hostcheck._shared import dataloader_workload as shared
 
 from hostcheck.checks import loop as loop_check
@@ -33,8 +33,10 @@ def test_the_role_and_hostcheck_use_the_one_file():
     def file_of(function) -> Path:
         return Path(sys.modules[function.__module__].__file__).resolve()
 
-    assert file_of(hostcheck_plan.ranks_per_node) == Path(shared.__file__).resolve()
-    assert file_of(hostcheck_plan.sweep_max_workers) == Path(shared.__file__).resolve()
+    assert file_of(hostcheck_rules.ranks_per_node) == Path(shared.__file__).resolve()
+    assert file_of(hostcheck_rules.sweep_max_workers) == Path(shared.__file__).resolve()
     assert file_of(loop_check.ranks_per_node) == Path(shared.__file__).resolve()
-    eight = hostcheck_plan.dataloader_workload(VARIABLES, {**HOST, "gpus": 8, "physical_cores": 20})
+    eight = hostcheck_rules.dataloader_workload(
+        VARIABLES, {**HOST, "gpus": 8, "physical_cores": 20}
+    )
     assert (eight["ranks_per_node"], eight["max_workers"]) == (8, 2)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
     _chunk_kib,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.shm_rules import shm_values
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     ulimits_conf_value,
 )

@@ -8,8 +8,8 @@ import shutil
 import subprocess
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import shm_values
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.shm_rules import shm_values
 from hostcheck._shared.sizes import (
     tmpfs_size_bytes,
     tmpfs_size_option,

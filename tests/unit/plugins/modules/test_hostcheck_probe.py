@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.modules import hostcheck_probe
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_rules import (
     config_reasons,
     dataloader_reasons,
     dataloader_workload,
@@ -21,7 +22,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan impor
     timer_reasons,
     unmet,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.modules import hostcheck_probe
 
 from tests.support.host_state import HOST, MOUNTINFO, command_on, host_state, tree
 from tests.support.role_dataloader import HOST as MEASURED_HOST

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
-    nvidia_driver_os,
-)
 from ansible_collections.hostcheck.gpu_hosts.plugins.filter.nvidia_driver import (
     nvidia_driver_refusals,
     nvidia_driver_versioned,
@@ -21,6 +18,7 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.modules import (
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_fabric_manager,
     nvidia_driver_installed_branches,
+    nvidia_driver_os,
     nvidia_driver_packages,
     nvidia_driver_reboot,
     nvidia_driver_settings,

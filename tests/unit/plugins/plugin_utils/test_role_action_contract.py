@@ -104,7 +104,9 @@ def test_the_documentation_lists_the_role_spec(action, shown):
 def test_the_action_reads_only_its_arguments_and_the_facts(action):
     """No task_vars lookup but the base's: ansible_facts, the host's name and the role's per-OS
     vars its validate.yml loaded (include_vars); no private objects of the task (its role)."""
+    rules = REPO / "plugins" / "plugin_utils" / f"{ACTIONS[action].ROLE}_rules.py"
     source = (REPO / "plugins" / "action" / f"{action}.py").read_text()
+    source += rules.read_text() if rules.exists() else ""
     base = (REPO / "plugins" / "plugin_utils" / "role_action.py").read_text()
     for text in (source, base):
         assert set(re.findall(r"self\._task\.(\w+)", text)) <= {"args"}
@@ -146,3 +148,33 @@ def test_facts_are_gathered_once_per_task_when_the_play_did_not():
     assert second["kernel"] == "6.1.0"
     assert calls == ["ansible.builtin.setup"]
     assert action.gathered == {"ansible_os_family": "Debian", "ansible_kernel": "6.1.0"}
+
+
+def test_no_action_imports_another_action_or_a_module():
+    """A role's decisions are in its plugins/plugin_utils/<role>_rules.py (its Validation
+    too); its actions import them from there, never from one another or from a module."""
+    importers = [
+        *(REPO / "plugins" / "action").glob("*.py"),
+        *(REPO / "plugins" / "plugin_utils").glob("*.py"),
+    ]
+    wrong = re.compile(
+        r"^from ansible_collections\.hostcheck\.gpu_hosts\.plugins\.(action|modules)\b"
+    )
+    found = [
+        f"{path.relative_to(REPO)}: {line}"
+        for path in importers
+        for line in path.read_text().splitlines()
+        if wrong.match(line)
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_each_action_is_its_roles_validation(action):
+    """Every validate, verify and plan action stands on the Validation of its role's rules."""
+    role = ACTIONS[action].ROLE
+    rules = REPO / "plugins" / "plugin_utils" / f"{role}_rules.py"
+    assert rules.exists(), f"{action}: no plugins/plugin_utils/{role}_rules.py"
+    source = (REPO / "plugins" / "action" / f"{action}.py").read_text()
+    assert f"plugin_utils.{role}_rules import" in source
+    assert "class ActionModule(Validation):" in source, action

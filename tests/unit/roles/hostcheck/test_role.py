@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import os_vars_for
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_rules import os_vars_for
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,
     RoleAction,

@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.pillow_simd_rules import (
     os_key,
     skip_reason,
 )

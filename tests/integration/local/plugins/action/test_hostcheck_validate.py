@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_rules import (
     SYSTEMD_ANALYZE,
 )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible import constants
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     Tuning,
     expected_boot_files,
 )

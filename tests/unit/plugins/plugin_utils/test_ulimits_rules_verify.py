@@ -5,16 +5,14 @@ messages are those the integration tests and operators look for."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_verify import (
-    SHOWN,
-    login_users,
-    verify_limits,
-)
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
+    SHOWN,
+    login_users,
     ulimits_entries,
     ulimits_systemd_dropin,
     ulimits_systemd_expected,
+    verify_limits,
 )
 
 LIMITS_FILE = "/etc/security/limits.d/90-hostcheck-training.conf"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
     PATH_VARIABLES,
     VARIABLES,
     VERSION_VARIABLES,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_verify import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
     copy_problem,
     dataset_copies,
     mount_problem,

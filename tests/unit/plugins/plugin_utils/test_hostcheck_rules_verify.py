@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_plan import (
-    dataloader_workload,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_verify import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_rules import (
     dataloader_verified,
+    dataloader_workload,
     installation_verified,
     run_verified,
     timer_verified,

@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.dataset_staging_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.dataset_staging_rules import (
     measure_args,
     measure_here,
     parse_hot_fs,

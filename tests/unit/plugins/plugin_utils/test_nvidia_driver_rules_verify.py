@@ -5,12 +5,10 @@ messages are those operators look for. And the validate action's decision to ins
 from __future__ import annotations
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
-    installs_here,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_verify import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     driver_problems,
     driver_verified,
+    installs_here,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.nvidia_driver_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import check_numbers
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.nvidia_driver_rules import (
     nvidia_driver_values,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.numbers import check_numbers
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms import problem
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     Invalid,

@@ -1,17 +1,19 @@
-"""The shm role on plain data: what shm_probe reads (fixture files), the plan the validate action
-makes from it (what must change, the refusal to shrink), and the verify action's comparison;
-the messages are those the integration tests and operators look for."""
+"""The shm role's rules on plain data: shm_size and shm_mount_options (each bad value named), what
+shm_probe reads (fixture files), the plan the validate action makes from it (what must change,
+the refusal to shrink), and the verify action's comparison; the messages are those the
+integration tests and operators look for."""
 
 from __future__ import annotations
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_validate import (
-    fstab_options,
-    shm_plan,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.shm_verify import shm_verified
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules import shm_probe
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.shm_rules import (
+    fstab_options,
+    shm_plan,
+    shm_values,
+    shm_verified,
+)
 
 MiB = 2**20
 MEMTOTAL_KIB = 16 * 2**20  # 16 GiB of RAM
@@ -199,3 +201,20 @@ def test_nothing_mounted_and_no_fstab_line_fail():
 
 
 # ---------------------------------------------------------------- the action on this machine
+
+
+def test_sizes_become_the_tmpfs_option():
+    assert shm_values("50%", ["nosuid", "nodev"]) == {"option": "50%"}
+    assert shm_values("1GiB", []) == {"option": str(1 << 30)}
+
+
+@pytest.mark.parametrize("size", ["-1G", "12 parsecs", "150%", "64XB"])
+def test_bad_sizes_name_shm_size(size):
+    with pytest.raises(Invalid, match=r"^shm_size: "):
+        shm_values(size, [])
+
+
+@pytest.mark.parametrize("options", [["size=1G"], ["no spaces"], "nosuid", [1]])
+def test_bad_options_name_shm_mount_options(options):
+    with pytest.raises(Invalid, match=r"^shm_mount_options: "):
+        shm_values("1G", options)

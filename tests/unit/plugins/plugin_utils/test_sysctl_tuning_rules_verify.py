@@ -5,12 +5,12 @@ those of tests/unit/plugins/action/test_sysctl_tuning_validate.py)."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_verify import (
-    ActionModule,
+from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_verify import ActionModule
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     not_verified,
     sysctl_tuning_verified,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.support.sysctl_tuning import (
     FILE,

@@ -9,10 +9,12 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.hostcheck.gpu_hosts.plugins.action.sysctl_tuning_validate import (
     ActionModule,
+)
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.sysctl_tuning_rules import (
     sysctl_tuning_notes,
     sysctl_tuning_on_host,
 )
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 
 from tests.support.role_arguments import checked, spec_refusal
 from tests.support.sysctl_tuning import (

@@ -9,15 +9,13 @@ import subprocess
 import sys
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.cuda_check_verify import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
     RUN_SCRIPT,
+    cuda_check_facts,
     decided,
     os_paths,
     parse_read,
     script_args,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.cuda_check_rules import (
-    cuda_check_facts,
 )
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
 

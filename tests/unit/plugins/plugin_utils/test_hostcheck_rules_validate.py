@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.hostcheck_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.hostcheck_rules import (
     CHECK_CONFIG,
     RESERVED_OPTIONS,
     SYSTEMD_ANALYZE,

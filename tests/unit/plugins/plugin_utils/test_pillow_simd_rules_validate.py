@@ -10,7 +10,7 @@ import subprocess
 import jinja2
 import pytest
 import yaml
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.pillow_simd_rules import (
     HOST_SCRIPT,
     avx2_choice,
     build_values,

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     HOST_READ,
     dropin_changes,
     host_checks,
@@ -15,9 +16,6 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.action.ulimits_validate imp
     path_drift,
     root_note,
     ulimits_conf,
-)
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import Invalid
-from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules import (
     ulimits_entries,
     ulimits_systemd_dropin,
 )

@@ -9,7 +9,7 @@ import copy
 import json
 
 import pytest
-from ansible_collections.hostcheck.gpu_hosts.plugins.action.pillow_simd_verify import (
+from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.pillow_simd_rules import (
     benchmark_decision,
     changed_in_this_run,
     read_probe,
