@@ -17,6 +17,7 @@ import pytest
 from tests.integration.ansible import ANSIBLE_BIN, CHECKOUT, run_playbook
 from tests.integration.cases import cases_of, refusal, run_cases
 from tests.support.dataset_staging import write_md_superblock
+from tests.support.os_vars import LOAD_OS_VARS_TASK, READ_FACTS_TASK
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -213,8 +214,8 @@ def test_nothing_to_stage_costs_one_skipped_task_and_verify_reads_nothing(fleet,
     ]
     assert [name for name, _ in ran] == [
         # the play gathers no facts: the role reads the distribution, then its OS's vars file
-        "Read the host's distribution, package manager and kernel (unless the play did)",
-        "Load this OS's variables (its first vars file there is, as first_found orders them)",
+        READ_FACTS_TASK,
+        LOAD_OS_VARS_TASK,
         "Validate the variables",
         "Make the staging file system and stage the datasets",
         VERIFY,

@@ -14,6 +14,7 @@ import pytest
 from tests.integration.ansible import COLLECTION_PREFIX, run_playbook
 from tests.integration.cases import case_name, cases_of, refusal, run_cases
 from tests.sandbox.fakegpu import GPU, NIC, NVSWITCH, build_repo, push_repo
+from tests.support.os_vars import LOAD_OS_VARS_TASK, READ_FACTS_TASK
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -117,15 +118,19 @@ def test_host_without_gpu_is_skipped_and_left_alone(fleet):
     assert done.changed(host.name) == 0
     ran = role_results(done, host)
     assert [name for name, _ in ran] == [
+        f"nvidia_driver : {LOAD_OS_VARS_TASK}",
         "nvidia_driver : Validate the variables",
+        f"nvidia_driver : {READ_FACTS_TASK}",
+        f"nvidia_driver : {LOAD_OS_VARS_TASK}",
         "nvidia_driver : Validate the variables",
         "nvidia_driver : Install the driver",
         VERIFY_TASK,
     ]
-    assert "no NVIDIA GPU on the PCI bus" in ran[0][1]["msg"]
-    assert ran[1][1]["msg"] == "nvidia_driver: validated earlier in this run"
+    assert "no NVIDIA GPU on the PCI bus" in ran[1][1]["msg"]
     assert ran[2][1]["skipped"] is True
-    assert ran[3][1]["msg"] == (
+    assert ran[4][1]["msg"] == "nvidia_driver: validated earlier in this run"
+    assert ran[5][1]["skipped"] is True
+    assert ran[6][1]["msg"] == (
         f"{host.name}: no NVIDIA GPU on the PCI bus and nvidia_driver_skip_without_gpu: nothing "
         "installed, nothing to verify"
     )

@@ -25,6 +25,7 @@ from hostcheck import simdscan
 from tests.integration.ansible import run_playbook
 from tests.integration.cases import cases_of, refusal, run_cases
 from tests.sandbox.fleet import CHECKOUT
+from tests.support.os_vars import LOAD_OS_VARS_TASK, READ_FACTS_TASK
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -257,6 +258,8 @@ def test_second_run_changes_nothing(fleet, hosts, cache, converged):
         and not task["task"]["name"].split(" : ", 1)[-1].startswith("Validating arguments")
     ]
     assert node1 == [
+        (READ_FACTS_TASK, True),
+        (LOAD_OS_VARS_TASK, False),
         ("Validate the variables", False),
         (PROBE_TASK, False),
         ("Install pillow-simd", True),

@@ -13,6 +13,7 @@ import yaml
 
 from tests.integration.ansible import run_playbook
 from tests.integration.cases import cases_of, refusal, run_cases
+from tests.support.os_vars import LOAD_OS_VARS_TASK, READ_FACTS_TASK
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -124,10 +125,13 @@ def test_detects_the_shared_kernel_persists_and_changes_nothing_live(fleet):
     second = run(fleet)
     assert second.returncode == 0, second.stderr
     assert second.changed(host.name) == 0
-    # nothing to change: the validation (the validate play's, then main.yml's), one skipped
-    # include, and verify
+    # nothing to change: the validation (the validate play's, then main.yml's, each after
+    # loading the OS's vars; main.yml's facts read by the play), one skipped include, verify
     assert role_tasks(second, host) == [
+        (f"sysctl_tuning : {LOAD_OS_VARS_TASK}", "ok"),
         (VALIDATE_TASK, "ok"),
+        (f"sysctl_tuning : {READ_FACTS_TASK}", "skipped"),
+        (f"sysctl_tuning : {LOAD_OS_VARS_TASK}", "ok"),
         (VALIDATE_TASK, "ok"),
         (TUNE_TASK, "skipped"),
         (VERIFY_TASK, "ok"),

@@ -17,6 +17,7 @@ from hostcheck._shared import limits_text
 from hostcheck import limits as lim
 from tests.integration.ansible import run_playbook
 from tests.integration.cases import cases_of, refusal, run_cases
+from tests.support.os_vars import LOAD_OS_VARS_TASK, READ_FACTS_TASK
 
 # What this module covers (tests/selection.py: a change to these paths selects it)
 COVERS = (
@@ -219,7 +220,10 @@ def test_second_run_changes_nothing(fleet, converged):
         and not task["task"]["name"].split(" : ", 1)[1].startswith("Validating arguments")
     ]
     assert ran == [
+        (LOAD_OS_VARS_TASK, False),
         ("Validate the variables", False),
+        (READ_FACTS_TASK, True),
+        (LOAD_OS_VARS_TASK, False),
         ("Validate the variables", False),
         ("Set the limits of PAM logins and systemd services where they differ", True),
         ("Verify the limits (changes nothing)", False),

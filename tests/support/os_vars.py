@@ -18,6 +18,11 @@ JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined)
 DEBIAN_MAJOR = {"bookworm": "12", "trixie": "13"}
 UBUNTU_MAJOR = {"jammy": "22", "noble": "24"}
 EL_DISTRIBUTIONS = ("RedHat", "Rocky", "AlmaLinux", "CentOS", "OracleLinux")
+# the two tasks each role's files run before validating, as a run's results name them
+READ_FACTS_TASK = "Read the host's distribution, package manager and kernel (unless the play did)"
+LOAD_OS_VARS_TASK = (
+    "Load this OS's variables (its first vars file there is, as first_found orders them)"
+)
 
 
 def include_vars_task(role: str) -> dict | None:
