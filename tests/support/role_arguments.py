@@ -1,7 +1,8 @@
 """A role's variables checked as every `<role>_validate` action checks them first, before its
 own checks: by the role's meta/argument_specs.yml (RoleAction.checked_arguments), without a
 play. The role's defaults fill in the variables not given. And the roles' tasks calling an
-action, with the arguments they pass."""
+action, with the arguments they pass (their own, and the role's variables that module_defaults
+gives the role's action group)."""
 
 from __future__ import annotations
 
@@ -55,5 +56,17 @@ def tasks_calling(action: str) -> list[tuple[Path, dict]]:
     for path in sorted((REPO / "roles").rglob("tasks/*.yml")):
         for task in tasks(yaml.safe_load(path.read_text())):
             if PREFIX + action in task:
-                calls.append((path, task[PREFIX + action]))
+                defaults = given_by_module_defaults(path.parts[-3], task)
+                calls.append((path, {**defaults, **task[PREFIX + action]}))
     return calls
+
+
+def given_by_module_defaults(role: str, task: dict) -> dict:
+    """What the task's module_defaults give the role's action group: the role's
+    __<role>_arguments of vars/main.yml, when it names them."""
+    given = (task.get("module_defaults") or {}).get(f"group/{PREFIX}{role}")
+    if given is None:
+        return {}
+    assert given == "{{ __" + role + "_arguments }}", (role, given)
+    role_vars = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text())
+    return role_vars[f"__{role}_arguments"]

@@ -1,8 +1,9 @@
 """The contract of a role's validate and verify actions (plugins/plugin_utils/role_action.py):
 the task passes every variable of the role's argument spec, and only those, as arguments named
-as the variables; the action's documentation (plugins/modules/<action>.py, what ansible-doc
-shows) lists the same options with the same types and defaults; the action reads no variable
-its task does not pass; Ansible's own argument-spec rules convert and refuse the values."""
+as the variables (the role's __<role>_arguments, by module_defaults of its action group); the
+action's documentation (plugins/modules/<action>.py, what ansible-doc shows) lists the same
+options with the same types and defaults; the action reads no variable its task does not pass;
+Ansible's own argument-spec rules convert and refuse the values."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import (
     RoleAction,
     argument_spec,
@@ -71,6 +73,16 @@ def test_each_task_passes_the_role_variables_by_their_names(action):
             internal = r"\{\{ __" + role + r"_\w+( \| [^{}]+)? \}\}"
             assert re.fullmatch(internal, args[name]), (path, name)
         assert args["validated"] == "{{ __" + role + "_validation | default({}) }}", path
+
+
+def test_each_roles_actions_are_its_action_group():
+    """meta/runtime.yml groups each role's actions under the role's name, the group whose
+    module_defaults give them the role's variables."""
+    runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
+    grouped: dict[str, set] = {}
+    for action, cls in ACTIONS.items():
+        grouped.setdefault(cls.ROLE, set()).add(action)
+    assert {role: set(actions) for role, actions in runtime["action_groups"].items()} == grouped
 
 
 @pytest.fixture(scope="module")
