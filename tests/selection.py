@@ -100,6 +100,7 @@ EVERYTHING = (
     "plugins/plugin_utils/numbers.py",
     "plugins/filter/numbers.py",
     "plugins/modules/host_read.py",
+    "plugins/strategy/*",
 )
 
 
