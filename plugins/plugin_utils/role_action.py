@@ -1,11 +1,13 @@
 """The base of a role's `<role>_validate` and `<role>_verify` actions: the task passes the
-role's variables as arguments, named as the variables, and the action says what it decided.
+role's variables as arguments, named as the variables (the role's vars/main.yml lists them once,
+as __<role>_arguments, and module_defaults gives them to the role's action group), and the
+action says what it decided.
 
     - name: Validate the variables
       hostcheck.gpu_hosts.shm_validate:
-        shm_enabled: "{{ shm_enabled }}"
-        shm_size: "{{ shm_size }}"
         validated: "{{ __shm_validation | default({}) }}"
+      module_defaults:
+        group/hostcheck.gpu_hosts.shm: "{{ __shm_arguments }}"  # shm_size: "{{ shm_size }}" ...
       register: __shm_validation
 
 The arguments are checked against the role's meta/argument_specs.yml (entry point main, the
