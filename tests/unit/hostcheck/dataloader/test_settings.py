@@ -21,10 +21,11 @@ import pytest
 from hostcheck import dataloader
 from hostcheck.checks.base import CheckContext, RunOptions
 from hostcheck.cli import main
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
 from hostcheck.dataloader import freshness, schema, training, writing
 from hostcheck.model import Status
-from hostcheck.registry import CHECKS, profile_schema
+from hostcheck.registry import CHECKS
 from hostcheck.runner import run_checks
 from hostcheck.system import System
 from tests.paths import CHECKOUT as REPO

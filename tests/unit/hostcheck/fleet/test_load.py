@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from hostcheck.cli import main
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
 from hostcheck.fleet.analyze import analyze
 from hostcheck.fleet.load import read_entry, read_folders
 from hostcheck.fleet.render import RENDERERS
 from hostcheck.fleet.settings import FleetSettings
-from hostcheck.registry import profile_schema
 from tests.paths import CHECKOUT
 from tests.support.fleet_reports import host, marker, write
 
