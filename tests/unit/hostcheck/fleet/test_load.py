@@ -327,7 +327,7 @@ def _leaves(doc):
 
 
 def test_host_names_sort_naturally_by_ascii_digits_only():
-    from hostcheck.fleet.entry import natural_key
+    from hostcheck.report.entry import natural_key
 
     names = ["node10", "node2", "node²", "node1", "node١"]
     assert sorted(names, key=natural_key) == ["node1", "node2", "node10", "node²", "node١"]
