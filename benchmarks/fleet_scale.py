@@ -106,11 +106,11 @@ def timed_subprocess(args: list[str]) -> tuple[float, int]:
 
 
 def timed_in_process(folder: str, baseline: str | None) -> float:
+    from hostcheck.commands.common import profile_schema
     from hostcheck.config import load_profile
     from hostcheck.fleet.analyze import Baseline, analyze
     from hostcheck.fleet.load import default_jobs, read_folders
     from hostcheck.fleet.settings import FleetSettings
-    from hostcheck.registry import profile_schema
 
     start = time.perf_counter()
     settings = FleetSettings.from_profile(load_profile("default", profile_schema()).values)

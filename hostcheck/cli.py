@@ -1,6 +1,6 @@
 """`hostcheck run | loop | fleet | healthcheck | repair | job | list | explain`: the command
-line. Each command is a module of hostcheck/commands (healthcheck, repair and job: of their
-packages), imported for its parser; what a command needs beyond that it imports when it runs."""
+line. Each command is a module of hostcheck/commands, imported for its parser; what a command
+needs beyond that it imports when it runs."""
 
 from __future__ import annotations
 
@@ -10,19 +10,8 @@ import sys
 from collections.abc import Sequence
 
 from hostcheck import __version__, interrupt, root_runs
-from hostcheck.commands import catalog, fleet, loop, run
-from hostcheck.commands.common import (
-    EXIT_USAGE,
-    Parser,
-    UsageError,
-    fail_on_option,
-    host_options,
-    load,
-    loader_assignments,
-    profile_options,
-    report_option,
-    report_targets,
-)
+from hostcheck.commands import catalog, fleet, healthcheck, job, loop, repair, run
+from hostcheck.commands.common import EXIT_USAGE, Parser, UsageError
 from hostcheck.config import ConfigError
 
 
@@ -37,46 +26,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands)
     loop.add_parser(commands)
     fleet.add_parser(commands)
-
-    from hostcheck.health import command as health_command
-
-    health_command.add_parser(commands, profile_options, host_options)
-    from hostcheck.health import repair_command
-
-    repair_command.add_parser(commands)
-
-    from hostcheck.job import command as job_command
-
-    job_command.add_parser(commands, profile_options, report_option, fail_on_option)
+    healthcheck.add_parser(commands)
+    repair.add_parser(commands)
+    job.add_parser(commands)
     catalog.add_parsers(commands)
     return parser
 
 
-def run_healthcheck(args: argparse.Namespace) -> int:
-    from hostcheck.health import command as health_command
-
-    return health_command.run(args, load(args, loader_assignments(args)), UsageError)
-
-
-def run_repair(args: argparse.Namespace) -> int:
-    from hostcheck.health import repair_command
-
-    return repair_command.run(args)
-
-
-def run_job(args: argparse.Namespace) -> int:
-    from hostcheck.job import command as job_command
-
-    return job_command.run(args, load, report_targets, UsageError)
-
-
 COMMANDS = {
     "run": run.run,
-    "job": run_job,
+    "job": job.run,
     "loop": loop.run,
     "fleet": fleet.run,
-    "healthcheck": run_healthcheck,
-    "repair": run_repair,
+    "healthcheck": healthcheck.run,
+    "repair": repair.run,
     "list": catalog.run_list,
     "explain": catalog.run_explain,
 }

@@ -33,15 +33,4 @@ CHECKS: dict[str, CheckSpec] = {
     )
 }
 
-__all__ = ["CHECKS", "CheckContext", "CheckSpec", "RunOptions", "profile_schema"]
-
-
-def profile_schema() -> dict:
-    from hostcheck.config import build_schema
-    from hostcheck.fleet import settings as fleet_settings
-    from hostcheck.job import profile as job_profile
-
-    return build_schema(
-        {check_id: spec.schema for check_id, spec in CHECKS.items()},
-        {"fleet": fleet_settings.SCHEMA, "job": job_profile.SCHEMA},
-    )
+__all__ = ["CHECKS", "CheckContext", "CheckSpec", "RunOptions"]

@@ -20,11 +20,11 @@ from hostcheck import __version__
 from hostcheck.checks.base import CheckSpec, RunOptions
 from hostcheck.config import Profile, merge
 from hostcheck.fleet.drift import compare_hosts
-from hostcheck.fleet.entry import HostEntry
-from hostcheck.fleet.extract import Unusable, comparable, from_report
 from hostcheck.fleet.settings import FleetSettings
 from hostcheck.gpu.torch_probe import read_torch
 from hostcheck.model import CheckResult
+from hostcheck.report.entry import HostEntry
+from hostcheck.report.extract import Unusable, comparable, from_report
 from hostcheck.runner import RunOutcome, outcome_of, run_checks
 from hostcheck.system import System
 

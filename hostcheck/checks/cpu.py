@@ -6,15 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hostcheck import config as c
-from hostcheck._shared.cpus import (
-    CPU_DIR,
-    core_keys,
-    cpufreq_governors,
-    format_cpulist,
-    online_cpus,
-    parse_cpulist,
-    physical_cores,
-)
+from hostcheck._shared.cpus import CPU_DIR, cpufreq_governors, format_cpulist
 from hostcheck._shared.mountinfo import unescape
 from hostcheck._shared.sizes import format_size, parse_size
 from hostcheck._shared.thp import THP_DIR, parse_bracketed
@@ -22,8 +14,8 @@ from hostcheck.checks.base import CheckContext, CheckSpec
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.pci import nvidia_gpus
 from hostcheck.system import System
+from hostcheck.topology import NODE_DIR, read_numa, read_topology
 
-NODE_DIR = "/sys/devices/system/node"
 TAGS = "ansible-playbook site.yml --tags sysctl_tuning"
 THP_ENABLED_MODES = ("always", "madvise", "never")
 THP_DEFRAG_MODES = ("always", "defer", "defer+madvise", "madvise", "never")
@@ -102,38 +94,7 @@ def cpu_model(cpuinfo: str) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------- host readings
-
-
-@dataclass
-class Topology:
-    online: list[int]
-    core_of: dict[int, tuple[int, int, int] | None]  # cpu -> (package, die, core)
-
-    @property
-    def physical_cores(self) -> int | None:
-        return physical_cores(self.core_of)
-
-    def cores_among(self, cpus: list[int]) -> int:
-        return len({self.core_of[cpu] for cpu in cpus if self.core_of.get(cpu) is not None})
-
-
-def read_topology(system: System) -> Topology:
-    online = online_cpus(system.read, system.glob)
-    return Topology(online, core_keys(system.read, online))
-
-
-def read_numa(system: System) -> dict[int, list[int]]:
-    nodes = {}
-    for path in system.glob(f"{NODE_DIR}/node[0-9]*"):
-        name = path.rsplit("/", 1)[-1]
-        if not name[4:].isdigit():
-            continue
-        try:
-            nodes[int(name[4:])] = parse_cpulist(system.read_value(f"{path}/cpulist") or "")
-        except ValueError:
-            nodes[int(name[4:])] = []
-    return dict(sorted(nodes.items()))
+# ---------------------------------------------------------------- workers per rank
 
 
 def workers_per_rank(cores: int, ranks: int, reserve: int) -> int:

@@ -13,11 +13,12 @@ from hostcheck._shared.cpus import worker_cores
 from hostcheck._shared.dataloader_workload import ranks_per_node
 from hostcheck._shared.sizes import format_size
 from hostcheck.checks.base import CheckContext, CheckSpec
-from hostcheck.checks.cpu import read_topology, workers_per_rank
+from hostcheck.checks.cpu import workers_per_rank
 from hostcheck.loop import settings as loop_settings
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.pci import nvidia_gpus
 from hostcheck.system import System
+from hostcheck.topology import read_topology
 from hostcheck.units import format_ratio
 
 SCHEMA = loop_settings.SCHEMA

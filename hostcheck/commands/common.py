@@ -7,7 +7,7 @@ import argparse
 import os
 from collections.abc import Sequence
 
-from hostcheck.config import PROFILE_NAMES, Profile, load_profile
+from hostcheck.config import PROFILE_NAMES, Profile, build_schema, load_profile
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -89,13 +89,24 @@ def loader_assignments(args: argparse.Namespace) -> list[str]:
     return [f"shm.loader.{key}={value}" for key, value in pairs.items() if value is not None]
 
 
+def profile_schema() -> dict:
+    """The schema of a whole profile: each check's section (hostcheck.registry) and the
+    sections of the fleet and job commands."""
+    from hostcheck.fleet import settings as fleet_settings
+    from hostcheck.job import profile as job_profile
+    from hostcheck.registry import CHECKS
+
+    return build_schema(
+        {check_id: spec.schema for check_id, spec in CHECKS.items()},
+        {"fleet": fleet_settings.SCHEMA, "job": job_profile.SCHEMA},
+    )
+
+
 def load(
     args: argparse.Namespace, extra: Sequence[str] = (), schema: dict | None = None
 ) -> Profile:
-    """The profile the options name; against `schema`, or the one the checks declare."""
+    """The profile the options name; against `schema`, or profile_schema()."""
     if schema is None:
-        from hostcheck.registry import profile_schema
-
         schema = profile_schema()
     return load_profile(args.profile, schema, args.config, [*extra, *args.assignments])
 

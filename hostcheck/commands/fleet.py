@@ -97,8 +97,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _fleet_baseline(args: argparse.Namespace) -> tuple[object, str | None, str]:
     """(baseline from a file or None, baseline folder or None, note when there is none)."""
     from hostcheck.fleet.analyze import Baseline
-    from hostcheck.fleet.extract import Unusable
     from hostcheck.fleet.load import previous_audit, read_baseline_file
+    from hostcheck.report.extract import Unusable
 
     if args.no_baseline:
         return None, None, "not compared (--no-baseline)"

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from hostcheck._shared.dataloader_workload import sweep_max_workers
     from hostcheck.checks import loop as loop_check
     from hostcheck.checks.base import RunOptions
-    from hostcheck.loop import command
+    from hostcheck.commands import loop_runs
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
     from hostcheck.report.writers import write_report
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot and not os.path.isdir(os.path.dirname(os.path.abspath(args.plot))):
         raise UsageError(f"--plot {args.plot}: directory does not exist")
     if args.write:
-        problem = command.write_target_problem(args.write)
+        problem = loop_runs.write_target_problem(args.write)
         if problem:
             raise UsageError(f"--write {args.write}: {problem}")
     if args.max_workers is not None and args.max_workers < 0:
@@ -145,11 +145,11 @@ def run(args: argparse.Namespace) -> int:
         if args.sweep:
             budget = sweep_max_workers(data["physical_cores"], data["ranks"])
             max_workers = budget if args.max_workers is None else args.max_workers
-            check, lines = command.run_sweep(
+            check, lines = loop_runs.run_sweep(
                 settings, section, max_workers, console, data, args.plot
             )
         else:
-            check, lines = command.run_once(settings, section, console, data)
+            check, lines = loop_runs.run_once(settings, section, console, data)
     except RuntimeError as exc:  # e.g. --device cuda without a GPU
         raise UsageError(str(exc)) from None
     options = RunOptions(dataset_path=args.dataset_path)
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(Text(line))
     if args.write:
         try:
-            line = command.write_settings(args.write, check, settings, system)
+            line = loop_runs.write_settings(args.write, check, settings, system)
             console.print(Text(line), soft_wrap=True)  # a path in one piece
         except OSError as exc:
             print(f"hostcheck: error: --write {args.write}: {exc.strerror}", file=sys.stderr)

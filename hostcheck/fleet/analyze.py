@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass, field
 
 from hostcheck.fleet.drift import Change, find_drift
-from hostcheck.fleet.entry import NOT_ASSESSED, REPORT, STATUSES, VERDICTS, HostEntry, natural_key
 from hostcheck.fleet.outliers import Outlier, find_outliers
 from hostcheck.fleet.settings import FleetSettings
+from hostcheck.report.entry import NOT_ASSESSED, REPORT, STATUSES, VERDICTS, HostEntry, natural_key
 
 # Host verdicts that make `hostcheck fleet` exit 1 (and `warn` under --fail-on warn).
 FAILING = ("fail", "error", *NOT_ASSESSED)

@@ -9,8 +9,8 @@ from typing import Any
 
 from hostcheck import __version__
 from hostcheck.fleet.analyze import FleetReport
-from hostcheck.fleet.entry import MARKER_STATES, REPORT, STATUSES, UNREADABLE, HostEntry
-from hostcheck.fleet.extract import FLEET_KIND, Unusable, comparable, dataloader_of
+from hostcheck.report.entry import MARKER_STATES, REPORT, STATUSES, UNREADABLE, HostEntry
+from hostcheck.report.extract import FLEET_KIND, Unusable, comparable, dataloader_of
 from hostcheck.report.writers import json_safe
 
 SCHEMA_VERSION = 1

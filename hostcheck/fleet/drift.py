@@ -15,15 +15,15 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hostcheck.fleet.entry import (
+from hostcheck.fleet.outliers import numeric
+from hostcheck.fleet.settings import FleetSettings
+from hostcheck.report.entry import (
     DATALOADER_SETTINGS,
     REPORT,
     HostEntry,
     loader_text,
     natural_key,
 )
-from hostcheck.fleet.outliers import numeric
-from hostcheck.fleet.settings import FleetSettings
 
 FACT_LABELS = {
     "hostcheck": "hostcheck version",

@@ -20,8 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from hostcheck.fleet.entry import UNREADABLE, HostEntry, natural_key
-from hostcheck.fleet.extract import Unusable, clean, from_document
+from hostcheck.report.entry import UNREADABLE, HostEntry, natural_key
+from hostcheck.report.extract import Unusable, clean, from_document
 
 MAX_BYTES = 64 * 2**20  # a report is ~35 KB; anything this large is not one
 PARALLEL_FROM = 200  # files; fewer are read in this process

@@ -14,8 +14,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from hostcheck.fleet.entry import REPORT, HostEntry, natural_key
 from hostcheck.fleet.settings import MAD_SCALE, FleetSettings
+from hostcheck.report.entry import REPORT, HostEntry, natural_key
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from hostcheck.fleet.entry import HostEntry
-from hostcheck.fleet.extract import comparable, dataloader_of
+from hostcheck.report.entry import HostEntry
+from hostcheck.report.extract import comparable, dataloader_of
 from hostcheck.report.writers import HOST_FACTS
 from hostcheck.units import format_in
 

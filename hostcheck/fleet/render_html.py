@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from hostcheck import __version__
 from hostcheck.fleet.analyze import FleetReport
 from hostcheck.fleet.document import iso
-from hostcheck.fleet.entry import REPORT, VERDICTS, HostEntry
 from hostcheck.fleet.outliers import numeric
 from hostcheck.fleet.render_table import (
     DRIFT_HEADERS,
@@ -22,6 +21,7 @@ from hostcheck.fleet.render_table import (
     outlier_cells,
     workers_cell,
 )
+from hostcheck.report.entry import REPORT, VERDICTS, HostEntry
 
 MAX_BARS = 100  # hosts per chart; more are shown as the worst ones
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from hostcheck.fleet.analyze import FleetReport
-from hostcheck.fleet.entry import REPORT, UNREADABLE
+from hostcheck.report.entry import REPORT, UNREADABLE
 from hostcheck.report.writers import junit_case, junit_text, xml_safe
 
 

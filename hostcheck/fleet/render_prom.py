@@ -6,7 +6,7 @@ import math
 
 from hostcheck import __version__
 from hostcheck.fleet.analyze import FleetReport
-from hostcheck.fleet.entry import STATUSES, VERDICTS
+from hostcheck.report.entry import STATUSES, VERDICTS
 from hostcheck.report.writers import prom_label, prom_value
 
 

@@ -13,8 +13,8 @@ from rich.text import Text
 
 from hostcheck.fleet.analyze import FleetReport
 from hostcheck.fleet.drift import Change
-from hostcheck.fleet.entry import REPORT, STATUSES, VERDICTS, HostEntry, loader_text
 from hostcheck.fleet.outliers import Outlier
+from hostcheck.report.entry import REPORT, STATUSES, VERDICTS, HostEntry, loader_text
 from hostcheck.report.table import STYLE
 
 VERDICT_STYLE = {

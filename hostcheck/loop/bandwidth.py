@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from hostcheck.checks.cpu import read_numa
 from hostcheck.gpu import nvml
 from hostcheck.system import System
+from hostcheck.topology import read_numa
 
 # Bytes per second per lane and direction: GT/s x coding / 8 (Gen6: PAM4 with FLIT mode,
 # 242 payload bytes in 256).

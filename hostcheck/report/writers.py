@@ -252,9 +252,9 @@ def _label_text(value: Any) -> str:
 
 
 def _fleet_lines(document: dict) -> list[str]:
-    """The report as `hostcheck fleet` boils it down (hostcheck.fleet.extract), as info series:
+    """The report as `hostcheck fleet` boils it down (hostcheck.report.extract), as info series:
     a fleet read from Prometheus sees what a fleet of report files sees."""
-    from hostcheck.fleet.extract import from_report
+    from hostcheck.report.extract import from_report
 
     entry = from_report(document, "", "")
     facts = {"hostname": entry.hostname, **{fact: entry.facts.get(fact) for fact in HOST_FACTS}}

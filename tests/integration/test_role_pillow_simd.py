@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hostcheck import simdscan
+from hostcheck.checks.pillow import simdscan
 from tests.integration.ansible import run_playbook
 from tests.integration.cases import cases_of, refusal, run_cases
 from tests.sandbox.fleet import CHECKOUT

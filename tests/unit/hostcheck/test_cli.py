@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from hostcheck.cli import main
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import PROFILE_NAMES, load_profile
-from hostcheck.registry import CHECKS, profile_schema
+from hostcheck.registry import CHECKS
 from tests.paths import CHECKOUT as REPO
 
 SCHEMA = json.loads(resources.files("hostcheck.report").joinpath("report-v1.json").read_text())

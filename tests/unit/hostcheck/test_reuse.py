@@ -7,9 +7,9 @@ import pytest
 
 from hostcheck import __version__
 from hostcheck.checks.base import CheckSpec, RunOptions
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
 from hostcheck.model import CheckResult, Finding, Status
-from hostcheck.registry import profile_schema
 from hostcheck.report.document import build_document
 from hostcheck.reuse import BOOT_ID, run_reusing
 

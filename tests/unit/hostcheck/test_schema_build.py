@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hostcheck import config as c
-from hostcheck.registry import profile_schema
+from hostcheck.commands.common import profile_schema
 
 SCHEMA = profile_schema()
 DEFAULT = c.load_profile("default", SCHEMA).values

@@ -14,10 +14,11 @@ import pytest
 
 from hostcheck.checks import dcgm, gpu
 from hostcheck.checks.base import CheckContext
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
 from hostcheck.health.verdict import UNHEALTHY, decide
 from hostcheck.model import Status
-from hostcheck.registry import CHECKS, profile_schema
+from hostcheck.registry import CHECKS
 from hostcheck.report.writers import _problems
 from hostcheck.reuse import MEASURING, settings_profile
 from hostcheck.system import System

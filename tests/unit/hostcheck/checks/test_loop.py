@@ -12,10 +12,11 @@ import pytest
 
 from hostcheck.checks import loop as loop_check
 from hostcheck.checks.base import RunOptions
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import ConfigError, load_profile
 from hostcheck.loop.bandwidth import Bandwidth, link_rate
 from hostcheck.model import Status
-from hostcheck.registry import CHECKS, profile_schema
+from hostcheck.registry import CHECKS
 from hostcheck.runner import run_checks
 from hostcheck.system import System
 from tests.paths import CHECKOUT as REPO

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostcheck import config as c
-from hostcheck import distinfo, simdscan
 from hostcheck.checks import pillow
 from hostcheck.checks.base import CheckContext
-from hostcheck.distinfo import RecordEntry
+from hostcheck.checks.pillow import distinfo, simdscan
+from hostcheck.checks.pillow.distinfo import RecordEntry
 from hostcheck.model import Status
 from hostcheck.system import System
 

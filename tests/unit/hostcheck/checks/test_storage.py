@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostcheck import blockdev, readspeed
 from hostcheck import config as c
 from hostcheck.checks import storage
 from hostcheck.checks.base import CheckContext, RunOptions
+from hostcheck.checks.storage import blockdev, readspeed
 from hostcheck.model import Status
 from hostcheck.system import System
 

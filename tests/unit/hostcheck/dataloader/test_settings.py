@@ -21,10 +21,11 @@ import pytest
 from hostcheck import dataloader
 from hostcheck.checks.base import CheckContext, RunOptions
 from hostcheck.cli import main
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
 from hostcheck.dataloader import freshness, schema, training, writing
 from hostcheck.model import Status
-from hostcheck.registry import CHECKS, profile_schema
+from hostcheck.registry import CHECKS
 from hostcheck.runner import run_checks
 from hostcheck.system import System
 from tests.paths import CHECKOUT as REPO
@@ -187,7 +188,7 @@ def test_the_file_holds_the_best_setting_without_a_prefetcher():
     """Training code gets DataLoader arguments, and a DataLoader alone does not prefetch: when
     the sweep's best used the prefetcher with 0 workers (2 ranks on 2 cores, measured), the file
     takes the best plain row (1 worker) and says a prefetcher would gain more."""
-    from hostcheck.loop.command import plain_loader_recommendation
+    from hostcheck.commands.loop_runs import plain_loader_recommendation
     from hostcheck.loop.sweep import Row, recommend
 
     rows = [sweep_row(0, False, 128), sweep_row(0, True, 250), sweep_row(1, False, 191)]
@@ -258,13 +259,13 @@ def test_a_failed_write_is_exit_two_after_the_recommendation(tmp_path, monkeypat
 
 
 def test_no_recommendation_writes_no_file(tmp_path):
-    from hostcheck.loop import command
+    from hostcheck.commands import loop_runs
     from hostcheck.loop.settings import LoopSettings
     from hostcheck.model import CheckResult
 
     check = CheckResult("loop", Status.FAIL, "", data={"sweep": {"recommendation": None}})
     path = tmp_path / "d.json"
-    line = command.write_settings(str(path), check, LoopSettings(), System())
+    line = loop_runs.write_settings(str(path), check, LoopSettings(), System())
     assert line == f"settings: not written to {path}: no recommendation"
     assert not path.exists()
 

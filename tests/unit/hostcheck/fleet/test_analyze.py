@@ -9,11 +9,11 @@ import os
 import pytest
 
 from hostcheck.cli import main
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
-from hostcheck.fleet.entry import HostEntry
 from hostcheck.fleet.outliers import find_outliers
 from hostcheck.fleet.settings import FleetSettings
-from hostcheck.registry import profile_schema
+from hostcheck.report.entry import HostEntry
 from tests.support.fleet_reports import host, marker, status, write
 
 AUDIT = "20260102T000000Z"

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from hostcheck.cli import main
-from hostcheck.fleet.extract import dataloader_of
+from hostcheck.report.extract import dataloader_of
 from tests.support.fleet_reports import check, host, marker, write
 
 AUDIT = "20260102T000000Z"

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from hostcheck.cli import main
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
 from hostcheck.fleet.analyze import analyze
 from hostcheck.fleet.load import read_entry, read_folders
 from hostcheck.fleet.render import RENDERERS
 from hostcheck.fleet.settings import FleetSettings
-from hostcheck.registry import profile_schema
 from tests.paths import CHECKOUT
 from tests.support.fleet_reports import host, marker, write
 
@@ -327,7 +327,7 @@ def _leaves(doc):
 
 
 def test_host_names_sort_naturally_by_ascii_digits_only():
-    from hostcheck.fleet.entry import natural_key
+    from hostcheck.report.entry import natural_key
 
     names = ["node10", "node2", "node²", "node1", "node١"]
     assert sorted(names, key=natural_key) == ["node1", "node2", "node10", "node²", "node١"]

@@ -141,7 +141,7 @@ def test_a_silent_controller_costs_at_most_the_budget_and_leaves_the_node_alone(
 
 def test_the_budget_ends_a_run_stuck_anywhere_with_one_line_and_exit_2():
     probe = (
-        "import time; from hostcheck.health.command import Budget\n"
+        "import time; from hostcheck.commands.healthcheck import Budget\n"
         "with Budget(0.5, 'hostcheck healthcheck n1: ', None) as b:\n"
         "    b.doing = 'checking the settings'\n"
         "    time.sleep(30)\n"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hostcheck.checks import gpu, shm
+from hostcheck.commands.repair import DEFAULT_WINDOW_DAYS as WEEK
 from hostcheck.health import repair, state
-from hostcheck.health.repair_command import DEFAULT_WINDOW_DAYS as WEEK
 from hostcheck.model import CheckResult, Finding, Status
 from tests.support.fake_nvml import fake_nvml
 from tests.unit.hostcheck.checks.test_gpu import config as gpu_config

@@ -14,10 +14,10 @@ import sys
 import pytest
 
 from hostcheck import config
+from hostcheck.commands.common import profile_schema
 from hostcheck.job import waits
 from hostcheck.job.inject._hostcheck_job_probe import _WALL_MINUS_PERF, _Waits
 from hostcheck.model import Status
-from hostcheck.registry import profile_schema
 
 RULES = waits.Rules(stall_factor=5, stall_min_wait_s=0.05, max_rank_skew=0.1)
 

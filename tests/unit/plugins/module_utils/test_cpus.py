@@ -10,8 +10,8 @@ import pytest
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules import hostcheck_probe
 from hostcheck._shared import cpus
 
-from hostcheck.checks.cpu import read_topology
 from hostcheck.checks.loop import host_workers
+from hostcheck.topology import read_topology
 from tests.support.cpu_host import build_cpus
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ansible_collections.hostcheck.gpu_hosts.plugins.modules import hostcheck_probe
 from hostcheck._shared import distributions
 
-from hostcheck.distinfo import installed_dists
+from hostcheck.checks.pillow.distinfo import installed_dists
 from hostcheck.system import System
 
 METADATA = (

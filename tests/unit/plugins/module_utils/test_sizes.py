@@ -17,8 +17,8 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.ulimits_rules 
 )
 from hostcheck._shared.sizes import parse_size
 
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
-from hostcheck.registry import profile_schema
 
 GB, GiB = 10**9, 2**30
 WRITTEN = {

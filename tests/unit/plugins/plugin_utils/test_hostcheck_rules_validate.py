@@ -105,8 +105,8 @@ def test_systemd_analyze_judges_schedules_here():
 
 def hostcheck_says(config: object) -> str:
     """What hostcheck's own validation of a --config layer says of it ('' when it passes)."""
+    from hostcheck.commands.common import profile_schema
     from hostcheck.config import ConfigError, validate
-    from hostcheck.registry import profile_schema
 
     try:
         validate(config, profile_schema(), "hostcheck_config")

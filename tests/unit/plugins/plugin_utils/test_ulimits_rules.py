@@ -34,8 +34,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hostcheck import limits as lim
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
-from hostcheck.registry import profile_schema
 from tests.paths import CHECKOUT
 
 ROLE = CHECKOUT / "roles" / "ulimits"

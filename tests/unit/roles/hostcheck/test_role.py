@@ -20,8 +20,8 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action im
     RoleAction,
 )
 
+from hostcheck.commands.common import profile_schema
 from hostcheck.config import load_profile
-from hostcheck.registry import profile_schema
 from tests.paths import CHECKOUT as REPO
 from tests.support.os_vars import loaded
 

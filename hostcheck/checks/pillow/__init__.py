@@ -1,7 +1,8 @@
 """Pillow-SIMD: which distribution provides PIL, libjpeg-turbo, AVX2 in the build, resize rate.
 
 PIL is imported inside run() only: hostcheck does not depend on Pillow, and a dependency
-on it would make pip pull stock Pillow back over pillow-simd.
+on it would make pip pull stock Pillow back over pillow-simd. Its helpers stand beside it:
+`distinfo` (which installed distributions claim PIL) and `simdscan` (AVX2 in the build).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 
 from hostcheck import config as c
-from hostcheck import simdscan
 from hostcheck._shared.distributions import record_hash
 from hostcheck.checks.base import CheckContext, CheckSpec
-from hostcheck.distinfo import InstalledDist, installed_dists
+from hostcheck.checks.pillow import simdscan
+from hostcheck.checks.pillow.distinfo import InstalledDist, installed_dists
 from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.system import System
 

@@ -14,8 +14,17 @@ import argparse
 import sys
 import time
 
+from hostcheck.commands.common import (
+    UsageError,
+    fail_on_option,
+    load,
+    profile_options,
+    report_option,
+    report_targets,
+)
 
-def add_parser(commands: argparse._SubParsersAction, profile_options, report_option, fail_on):
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
     job = commands.add_parser(
         "job",
         help="run a training command unchanged and measure its DataLoaders' data-wait",
@@ -48,23 +57,22 @@ def add_parser(commands: argparse._SubParsersAction, profile_options, report_opt
         "changed) and whether the change helped beyond the runs' noise",
     )
     report_option(job, "json:PATH, junit:PATH or prom:PATH")
-    fail_on(job, "status")
+    fail_on_option(job, "status")
     job.add_argument("-v", "--verbose", action="store_true", help="show every finding")
     job.add_argument("job_command", nargs=argparse.REMAINDER, metavar="-- COMMAND")
-    return job
 
 
-def _settings_file(path: str | None, usage_error):
+def _settings_file(path: str | None):
     """This host's settings file, None when there is none; a bad one is a usage error."""
     from hostcheck import dataloader
 
     try:
         return dataloader.load(path)
     except dataloader.SettingsFileError as exc:
-        raise usage_error(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
-def _earlier_report(path: str | None, usage_error) -> dict | None:
+def _earlier_report(path: str | None) -> dict | None:
     """The report --compare names, None without it; a bad one is a usage error."""
     from hostcheck.job import compare
 
@@ -73,7 +81,7 @@ def _earlier_report(path: str | None, usage_error) -> dict | None:
     try:
         return compare.load(path)
     except compare.CompareFileError as exc:
-        raise usage_error(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _job_table(section: dict):
@@ -130,7 +138,7 @@ def _job_table(section: dict):
     return table
 
 
-def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> int:
+def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
 
@@ -147,15 +155,15 @@ def run(args: argparse.Namespace, load_profile, check_targets, usage_error) -> i
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise usage_error("job: no command given (hostcheck job [options] -- COMMAND ...)")
+        raise UsageError("job: no command given (hostcheck job [options] -- COMMAND ...)")
     if args.ranks_per_node is not None and args.ranks_per_node < 1:
-        raise usage_error("--ranks-per-node must be 1 or more")
-    targets = check_targets(args.report)
-    profile = load_profile(args)
+        raise UsageError("--ranks-per-node must be 1 or more")
+    targets = report_targets(args.report)
+    profile = load(args)
     max_wait = profile.section("loop")["max_data_wait"]
     wait_rules = waits.Rules.from_profile(profile.values)
-    found = _settings_file(args.settings, usage_error)
-    earlier = _earlier_report(args.compare, usage_error)
+    found = _settings_file(args.settings)
+    earlier = _earlier_report(args.compare)
     to_stdout = any(path == "-" for _, path in targets)
     console = Console(stderr=to_stdout, highlight=False)
     began = time.time()

@@ -3,6 +3,10 @@
 Reports are untrusted input. Full JSON Schema validation costs about 7 ms a report (70 s
 for 10,000), so this checks the structure of every key fleet reads, with the schema's
 rules (report-v1.json), and ignores the rest of the document.
+
+Beside the report's writers because three read a report this way: `hostcheck fleet`, the
+measurements a run reuses (hostcheck.reuse) and the Prometheus textfile's info series
+(hostcheck.report.writers), which a fleet read from Prometheus turns back into a HostEntry.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import math
 import re
 from typing import Any
 
-from hostcheck.fleet.entry import (
+from hostcheck.report.document import SCHEMA_VERSION
+from hostcheck.report.entry import (
     DATALOADER_SETTINGS,
     DATALOADER_STATES,
     MARKER_KIND,
@@ -19,7 +24,6 @@ from hostcheck.fleet.entry import (
     STATUSES,
     HostEntry,
 )
-from hostcheck.report.document import SCHEMA_VERSION
 
 FLEET_KIND = "hostcheck-fleet"
 CHECK_ID = re.compile(r"^[a-z][a-z0-9_-]*$")

@@ -1,4 +1,8 @@
-"""Dataset storage: where the data sits (mount, options, disks) and how fast it reads."""
+"""Dataset storage: where the data sits (mount, options, disks) and how fast it reads.
+
+Its helpers stand beside it: `blockdev` (from a mount down to its disks) and `readspeed` (the
+timed read of a sample of the files), imported when the check runs.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,8 @@ from hostcheck.model import CheckResult, Finding, Status
 from hostcheck.mounts import Mount, mount_for, read_mounts
 
 if TYPE_CHECKING:
-    from hostcheck.blockdev import Resolution
-    from hostcheck.readspeed import ReadResult
+    from hostcheck.checks.storage.blockdev import Resolution
+    from hostcheck.checks.storage.readspeed import ReadResult
 
 ID = "storage"
 MOUNTINFO = "/proc/self/mountinfo"
@@ -99,7 +103,7 @@ def atime_mode(options: tuple[str, ...] | list[str]) -> str:
 
 def resolve_mount(ctx: CheckContext, mount: Mount) -> Resolution:
     # here, not at the top: a run with the storage check off does not import them
-    from hostcheck.blockdev import host_realpath, resolve_devnum, resolve_name
+    from hostcheck.checks.storage.blockdev import host_realpath, resolve_devnum, resolve_name
 
     if mount.major != 0:
         return resolve_devnum(ctx.system, mount.major, mount.minor)
@@ -223,7 +227,7 @@ def _cache_note(result: ReadResult, mount: Mount, kind: str) -> str:
 def read_finding(
     cfg: dict, ctx: CheckContext, path: str, mount: Mount, kind: str
 ) -> tuple[Finding, dict]:
-    from hostcheck.readspeed import read_files, sample_files
+    from hostcheck.checks.storage.readspeed import read_files, sample_files
 
     test = cfg["read_test"]
     sample = sample_files(ctx.system.path(path), test["max_files"], test["scan_limit"])
@@ -293,7 +297,7 @@ def run(ctx: CheckContext) -> CheckResult:
         return CheckResult.skipped(
             ID, "no dataset path: pass --dataset-path or set storage.dataset_path in the profile"
         )
-    from hostcheck.blockdev import host_realpath
+    from hostcheck.checks.storage.blockdev import host_realpath
 
     path = host_realpath(ctx.system, given)
     data: dict = {"dataset_path": given, "resolved_path": path}

@@ -15,7 +15,8 @@ import json
 import subprocess
 import sys
 
-from hostcheck.health.command import DEFAULT_STATE_DIR
+from hostcheck.commands.common import EXIT_OK, UsageError
+from hostcheck.commands.healthcheck import DEFAULT_STATE_DIR
 
 DEFAULT_REPORT = "/var/lib/hostcheck/report.json"
 DEFAULT_WINDOW_DAYS = 7.0  # the same cause back within a week is not something a role fixes
@@ -108,7 +109,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hostcheck.commands.common import EXIT_OK, UsageError
     from hostcheck.health import slurm, state
 
     now = dt.datetime.now(dt.timezone.utc)
@@ -142,8 +142,6 @@ def _run_args(args: argparse.Namespace) -> list[str]:
 
 def _hostcheck_run(run_args: list[str]) -> tuple[int, dict]:
     """`hostcheck run RUN_ARGS --report json:-` with this hostcheck: its exit and report."""
-    from hostcheck.commands.common import UsageError
-
     done = subprocess.run(
         [sys.executable, "-m", "hostcheck", "run", *run_args, "--report", "json:-"],
         capture_output=True,
@@ -163,8 +161,6 @@ def _hostcheck_run(run_args: list[str]) -> tuple[int, dict]:
 
 
 def _read_report(where: str) -> dict:
-    from hostcheck.commands.common import UsageError
-
     try:
         if where == "-":
             return json.load(sys.stdin)
@@ -175,7 +171,6 @@ def _read_report(where: str) -> dict:
 
 
 def _plan(args: argparse.Namespace, now: dt.datetime) -> dict:
-    from hostcheck.commands.common import UsageError
     from hostcheck.health import repair, state
 
     if not args.window_days >= 0:
@@ -203,8 +198,6 @@ def _scontrol(args: argparse.Namespace):
 
 
 def _verify(args: argparse.Namespace, now: dt.datetime) -> dict:
-    from hostcheck.commands.common import UsageError
-
     run_args = _run_args(args)
     if not run_args:
         raise UsageError("verify: give hostcheck run's arguments after --")

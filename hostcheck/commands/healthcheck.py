@@ -12,6 +12,13 @@ import sys
 import threading
 import time
 
+from hostcheck.commands.common import (
+    UsageError,
+    host_options,
+    load,
+    loader_assignments,
+    profile_options,
+)
 from hostcheck.health.verdict import UNKNOWN, Verdict
 
 DEFAULT_MEASUREMENTS = "/var/lib/hostcheck/report.json"
@@ -21,7 +28,7 @@ DEFAULT_MAX_DRAINED = 10.0  # percent of a partition
 EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_UNKNOWN = 0, 1, 2
 
 
-def add_parser(commands: argparse._SubParsersAction, profile_options, host_options) -> None:
+def add_parser(commands: argparse._SubParsersAction) -> None:
     health = commands.add_parser(
         "healthcheck",
         help="fast verdict for Slurm's HealthCheckProgram or node-problem-detector",
@@ -145,23 +152,24 @@ class Budget:
         os._exit(EXIT_UNKNOWN)
 
 
-def run(args: argparse.Namespace, profile, usage_error: type[Exception]) -> int:
+def run(args: argparse.Namespace) -> int:
     from hostcheck import reuse
     from hostcheck.checks.base import RunOptions
     from hostcheck.health import state
     from hostcheck.health.verdict import decide
     from hostcheck.system import System
 
+    profile = load(args, loader_assignments(args))
     if args.consecutive < 1:
-        raise usage_error("--consecutive must be 1 or more")
+        raise UsageError("--consecutive must be 1 or more")
     if not 0 < args.budget <= 3600:
-        raise usage_error("--budget must be more than 0 and at most 3600 seconds")
+        raise UsageError("--budget must be more than 0 and at most 3600 seconds")
     if args.max_length is not None and args.max_length < 20:
-        raise usage_error("--max-length must be 20 or more")
+        raise UsageError("--max-length must be 20 or more")
     if args.dry_run and not args.slurm:
-        raise usage_error("--dry-run needs --slurm")
+        raise UsageError("--dry-run needs --slurm")
     if not 0 <= args.max_drained <= 100:
-        raise usage_error("--max-drained must be a percent from 0 to 100")
+        raise UsageError("--max-drained must be a percent from 0 to 100")
     # os.uname, not socket.gethostname: the same name, without importing socket (2 ms a run)
     node = args.node or os.environ.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0]
     scontrol_program = args.scontrol or shutil.which("scontrol") or "/usr/bin/scontrol"

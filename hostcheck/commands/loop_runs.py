@@ -1,4 +1,6 @@
-"""`hostcheck loop`: run the loop once, or sweep it, and show what it measured.
+"""The runs behind `hostcheck loop` (hostcheck.commands.loop): the loop once, or swept, with
+its progress and what it measured shown, and the sweep's recommendation written as the DataLoader
+settings file.
 
 The loop's shape comes from the profile's `loop` section with the command line's flags on
 top; the verdict is the `loop` check's (same thresholds, same findings), so `--report`
