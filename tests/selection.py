@@ -100,7 +100,6 @@ EVERYTHING = (
     "plugins/plugin_utils/numbers.py",
     "plugins/filter/numbers.py",
     "plugins/modules/host_read.py",
-    "plugins/strategy/*",
 )
 
 

@@ -67,11 +67,10 @@ def test_every_plugin_named_by_its_full_name_exists():
         )
     modules = {p.stem for p in (REPO / "plugins/modules").glob("*.py")}
     actions = {p.stem for p in (REPO / "plugins/action").glob("*.py")}
-    strategies = {p.stem for p in (REPO / "plugins/strategy").glob("*.py")}
     roles = {p.name for p in (REPO / "roles").iterdir()}
     playbooks = {p.stem for p in (REPO / "playbooks").glob("*.yml")}
     ours = {plugin for ns, coll, plugin in used_names() if (ns, coll) == (namespace, name)}
-    unknown = ours - filters - modules - actions - strategies - roles - playbooks
+    unknown = ours - filters - modules - actions - roles - playbooks
     assert not unknown, f"{PREFIX}* names that the collection does not have: {sorted(unknown)}"
     assert {"site", "provision", "verify", "audit", "stage_dataset", "repair"} <= playbooks
 
