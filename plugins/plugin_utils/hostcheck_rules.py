@@ -7,6 +7,8 @@ Validation is the validate action and the base of the other two."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 import yaml
+from ansible import constants
 from ansible.plugins.filter.core import to_nice_yaml
 from ansible_collections.hostcheck.gpu_hosts.plugins.module_utils.dataloader_workload import (
     ranks_per_node,
@@ -262,6 +265,28 @@ def run(
     return done.returncode, done.stdout.rstrip("\r\n"), done.stderr.rstrip("\r\n"), message
 
 
+def run_once_per_run(
+    argv: list[str], stdin: str = "", env: dict | None = None, cwd: str | None = None
+) -> tuple[int, str, str, str]:
+    """run(), once per ansible-playbook run for the same command, input, environment and folder:
+    the run's workers (a fork per host) share the answer through a file in the run's own
+    temporary folder, under a lock, so the hosts of one hostcheck_config ask hostcheck once."""
+    asked = json.dumps([argv, stdin, sorted((env or os.environ).items()), cwd])
+    folder = os.path.join(constants.DEFAULT_LOCAL_TMP, "hostcheck-config-checks")
+    os.makedirs(folder, exist_ok=True)
+    answer = os.path.join(folder, hashlib.sha256(asked.encode()).hexdigest()[:32] + ".json")
+    with open(answer + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(answer):
+            with open(answer) as kept:
+                return tuple(json.load(kept))
+        result = run(argv, stdin, env, cwd)
+        with open(answer + ".new", "w") as new:
+            json.dump(result, new)
+        os.replace(answer + ".new", answer)
+        return result
+
+
 def os_vars_for(os_vars: dict, facts: dict) -> dict:
     if not os_vars:
         raise Invalid(
@@ -339,7 +364,7 @@ class Validation(RoleAction):
             checked = os.path.abspath(str(wheel or source))
             # python -c puts its working folder first on sys.path: run in the source or beside
             # the wheel, so that no other hostcheck (a checkout the playbook runs in) stands in
-            rc, stdout, stderr, msg = run(
+            rc, stdout, stderr, msg = run_once_per_run(
                 [python, "-c", CHECK_CONFIG, str(base_profile)],
                 stdin=to_nice_yaml(config) + "\n",
                 env={**os.environ, "PYTHONPATH": checked},

@@ -22,11 +22,14 @@ from tests.sandbox.fleet import CHECKOUT, Fleet
 ANSIBLE_BIN = Path(sys.executable).parent
 COLLECTION_PREFIX = "hostcheck.gpu_hosts."
 WHEEL_INFO = CHECKOUT / "roles" / "hostcheck" / "files" / "wheel_info.py"
-# The suite's cache of module payloads (callback_plugins/hostcheck_payload_cache.py): on when
-# tests/conftest.py sets it, so benchmarks measure the controller as an operator runs it.
+# The suite's callbacks (callback_plugins/): a cache of module payloads across runs
+# (hostcheck_payload_cache.py) and ansible-core's Jinja2 plugins loaded before the forks
+# (hostcheck_jinja_plugins.py); on when tests/conftest.py sets the switch, so benchmarks measure
+# the controller as an operator runs it.
 PAYLOAD_CACHE_SWITCH = "HOSTCHECK_TEST_PAYLOAD_CACHE_ON"
+SUITE_CALLBACKS = ("hostcheck_payload_cache", "hostcheck_jinja_plugins")
 PAYLOAD_CACHES = MACHINE_CACHE / "ansiballz"
-PAYLOAD_CACHE_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
+SUITE_CALLBACK_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
 PAYLOAD_CACHE_DAYS = 7
 
 
@@ -96,13 +99,14 @@ def payload_cache_folder(release: Path | None = None) -> Path:
 
 
 def payload_cache_environment(controller: Controller) -> dict[str, str]:
-    """What enables the payload cache in a run, when the suite turns it on: for this checkout's
-    controller and for those with the collection installed from it."""
+    """What enables the suite's callbacks (the payload cache and the Jinja2 plugins loaded
+    before the forks) in a run, when the suite turns them on: for this checkout's controller
+    and for those with the collection installed from it."""
     if os.environ.get(PAYLOAD_CACHE_SWITCH) != "1":
         return {}
     return {
-        "ANSIBLE_CALLBACK_PLUGINS": str(PAYLOAD_CACHE_PLUGINS),
-        "ANSIBLE_CALLBACKS_ENABLED": "hostcheck_payload_cache",
+        "ANSIBLE_CALLBACK_PLUGINS": str(SUITE_CALLBACK_PLUGINS),
+        "ANSIBLE_CALLBACKS_ENABLED": ",".join(SUITE_CALLBACKS),
         "HOSTCHECK_TEST_PAYLOAD_CACHE": str(payload_cache_folder(core_release(controller))),
     }
 

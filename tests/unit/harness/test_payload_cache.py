@@ -35,7 +35,8 @@ def test_it_is_on_when_the_suite_turns_it_on_keyed_by_each_controllers_core(monk
     assert ansible.payload_cache_environment(CHECKOUT_CONTROLLER) == {}
     monkeypatch.setenv(ansible.PAYLOAD_CACHE_SWITCH, "1")
     environment = ansible.payload_cache_environment(CHECKOUT_CONTROLLER)
-    assert environment["ANSIBLE_CALLBACKS_ENABLED"] == "hostcheck_payload_cache"
+    enabled = environment["ANSIBLE_CALLBACKS_ENABLED"].split(",")
+    assert enabled == ["hostcheck_payload_cache", "hostcheck_jinja_plugins"]
     folder = Path(environment["HOSTCHECK_TEST_PAYLOAD_CACHE"])
     assert folder == ansible.PAYLOAD_CACHES / ansible.payload_cache_key() and folder.is_dir()
     # a controller with the collection installed (tests/integration/collection.py) in a venv of
@@ -94,7 +95,7 @@ def ping_twice(tmp_path: Path, environment: dict[str, str]) -> list[str]:
 def test_a_second_run_takes_the_payload_the_first_built(tmp_path, monkeypatch):
     shared = tmp_path / "payloads"
     environment = {
-        "ANSIBLE_CALLBACK_PLUGINS": str(ansible.PAYLOAD_CACHE_PLUGINS),
+        "ANSIBLE_CALLBACK_PLUGINS": str(ansible.SUITE_CALLBACK_PLUGINS),
         "ANSIBLE_CALLBACKS_ENABLED": "hostcheck_payload_cache",
         "HOSTCHECK_TEST_PAYLOAD_CACHE": str(shared),
     }

@@ -158,6 +158,27 @@ def test_the_action_checks_the_config_with_hostcheck_schema(tmp_path):
     assert not first.get("failed"), first
 
 
+def test_the_hosts_of_one_config_ask_hostcheck_once_a_run(tmp_path):
+    """Three hosts with one hostcheck_config and a fourth with another, validated twice each in
+    one run: hostcheck checks each configuration once (hostcheck_rules.run_once_per_run)."""
+    asked = tmp_path / "asked"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho asked >> {asked}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    same = {
+        "hostcheck_wheel": "",
+        "hostcheck_build_source": str(REPO),
+        "hostcheck_build_python": str(python),
+        "hostcheck_config": GOOD_CONFIGS[1],
+    }
+    other = {**same, "hostcheck_config": GOOD_CONFIGS[2]}
+    cases = {"node1": same, "node2": same, "node3": same, "node4": other}
+    results = validate_cases("hostcheck", cases, tmp_path)
+    for name, runs in results.items():
+        assert [r.get("failed", False) for r in runs] == [False, False], (name, runs)
+    assert len(asked.read_text().splitlines()) == 2
+
+
 def test_a_prebuilt_wheel_checks_the_config_with_its_own_hostcheck(tmp_path):
     """Run from a folder of the user's (no checkout on sys.path): the wheel's hostcheck reads its
     built-in profiles from inside the wheel, takes a good config and refuses a bad one."""
