@@ -45,12 +45,16 @@ help:
 # is set (this machine's shells set it), and then every Python process (each ansible-playbook,
 # each pytest worker's collection, each import of torch) compiles its modules again.
 unexport PYTHONDONTWRITEBYTECODE
+# setuptools says of every editable install of a package that is a folder of the working
+# directory "Editable installation ... folders in your working directory with the same name as
+# your package may take precedence during imports": here they are that package (the checkout).
+EDITABLE_QUIET = PYTHONWARNINGS="ignore:Editable installation"
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-compile --upgrade pip
 	$(BIN)/pip install --quiet --no-compile "$(TORCH_PIN)"
 	$(BIN)/pip install --quiet --no-compile "$(TORCHVISION_PIN)"
-	$(BIN)/pip install --quiet --no-compile -e ".[controller,dev,node]"
+	$(EDITABLE_QUIET) $(BIN)/pip install --quiet --no-compile -e ".[controller,dev,node]"
 	touch $@
 
 venv: $(STAMP)
