@@ -48,10 +48,13 @@ def test_the_editable_install_of_make_prints_no_warning(tmp_path):
     makefile = (CHECKOUT / "Makefile").read_text()
     quiet = re.search(r'^EDITABLE_QUIET = PYTHONWARNINGS="([^"]+)"$', makefile, re.MULTILINE)
     assert quiet, "the Makefile has no EDITABLE_QUIET"
+    # into a venv of its own (pip --python): installing it anywhere from this venv's pip would
+    # first uninstall this venv's own editable hostcheck
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv"], check=True)
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile"),
-            *("--prefix", str(tmp_path / "prefix"), "-e", str(CHECKOUT)),
+            *(sys.executable, "-m", "pip", "--python", str(tmp_path / "venv" / "bin" / "python")),
+            *("install", "--quiet", "--no-deps", "--no-compile", "-e", str(CHECKOUT)),
         ],
         capture_output=True,
         text=True,
