@@ -56,6 +56,10 @@ COVERS = (
     "tests/integration/prometheus_server.py",
     "playbooks/repair.yml",
     "playbooks/files/repair_report.py",
+    # site.yml's plays of the hosts the health check is on for
+    "playbooks/provision.yml",
+    "playbooks/verify.yml",
+    "playbooks/tasks/validate_roles.yml",
 )
 
 pytestmark = pytest.mark.integration
@@ -216,6 +220,29 @@ def test_the_role_sets_slurm_conf_and_a_second_run_and_check_mode_change_nothing
         assert {h.name: again.changed_tasks(h.name) for h in cluster.hosts} == {
             h.name: [] for h in cluster.hosts
         }
+
+
+def test_site_yml_validates_installs_and_verifies_it_where_it_is_on(cluster, converged, values):
+    """site.yml with the role's tag on the converged cluster: the play that validates every role
+    groups the hosts the health check is on for, and that group's plays validate it, install it
+    (nothing left to do) and verify it, on every host; nothing changes."""
+    run = run_playbook(cluster.fleet, "site.yml", extra_vars=values, tags="slurm_healthcheck")
+    assert run.returncode == 0, " | ".join(run.failure_text(h) for h in run.failed_hosts())
+    role = "hostcheck.gpu_hosts.slurm_healthcheck : "
+    wanted = {
+        "Validate the Slurm health check where it is on": role + "Validate the variables",
+        "Install the Slurm health check": role + "Set the HealthCheck lines of slurm.conf",
+        "Verify the Slurm health check": role + "Run the health check without acting",
+    }
+    for host in cluster.hosts:
+        assert run.changed_tasks(host.name) == []
+        ran = {
+            (play["play"]["name"], task["task"]["name"])
+            for play in run.output["plays"]
+            for task in play["tasks"]
+            if host.name in task["hosts"] and not task["hosts"][host.name].get("skipped")
+        }
+        assert set(wanted.items()) <= ran, (host.name, sorted(ran))
 
 
 def test_a_bad_value_stops_the_play_before_any_change(cluster, converged, values):
