@@ -6,15 +6,8 @@ on this machine, one local host per value."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import yaml
-
 from tests.paths import CHECKOUT as REPO
+from tests.support.local_playbook import run_local
 
 PLAYBOOK = """
 - hosts: all
@@ -39,28 +32,13 @@ ON = {"true": True, "string_yes": "yes", "one": 1, "maybe": "maybe"}
 
 
 def test_on_hosts_join_their_group_and_the_rest_cost_one_task(tmp_path):
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     hosts = {
-        name: {**local, **({} if value is None else {"slurm_healthcheck_enabled": value})}
+        name: {} if value is None else {"slurm_healthcheck_enabled": value}
         for name, value in {**OFF, **ON}.items()
     }
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
-    (tmp_path / "group.yml").write_text(PLAYBOOK)
     specs = REPO / "roles" / "slurm_healthcheck" / "meta" / "argument_specs.yml"
     (tmp_path / "argument_specs.yml").write_text(specs.read_text())
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "hosts.yml", "group.yml"],
-        cwd=tmp_path,
-        env={
-            **os.environ,
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
-        },
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    output = json.loads(done.stdout)
+    returncode, output = run_local(tmp_path, PLAYBOOK, hosts)
     grouped, validated = output["plays"]
     for name in OFF:
         assert grouped["tasks"][0]["hosts"][name]["add_group"] == "slurm_healthcheck_off"
@@ -72,4 +50,4 @@ def test_on_hosts_join_their_group_and_the_rest_cost_one_task(tmp_path):
     assert not validated["tasks"][-1]["hosts"]["true"].get("failed")
     refused = validated["tasks"][-1]["hosts"]["maybe"]
     assert refused.get("failed") and "slurm_healthcheck_enabled" in refused["msg"], refused
-    assert done.returncode == 2  # "maybe" refused where it is on
+    assert returncode == 2  # "maybe" refused where it is on

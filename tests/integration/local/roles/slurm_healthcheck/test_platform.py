@@ -5,15 +5,7 @@ distribution facts of that OS."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import yaml
-
-from tests.paths import CHECKOUT as REPO
+from tests.support.local_playbook import run_local
 
 PLAYBOOK = """
 - hosts: all
@@ -44,33 +36,9 @@ CASES = {
 
 
 def test_only_the_platforms_of_meta_main_pass(tmp_path):
-    inventory = {
-        "all": {
-            "hosts": {
-                name: {
-                    "os": facts,
-                    "ansible_connection": "local",
-                    "ansible_python_interpreter": sys.executable,
-                }
-                for name, (facts, _) in CASES.items()
-            }
-        }
-    }
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "platform.yml").write_text(PLAYBOOK)
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "hosts.yml", "platform.yml"],
-        cwd=tmp_path,
-        env={
-            **os.environ,
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
-        },
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    results = json.loads(done.stdout)["plays"][0]["tasks"][-1]["hosts"]
+    hosts = {name: {"os": facts} for name, (facts, _) in CASES.items()}
+    returncode, output = run_local(tmp_path, PLAYBOOK, hosts)
+    results = output["plays"][0]["tasks"][-1]["hosts"]
     supported = "the role runs on Debian bookworm, trixie; Ubuntu jammy, noble; EL 8, 9"
     for name, (_, refused) in CASES.items():
         result = results[name]
@@ -82,4 +50,4 @@ def test_only_the_platforms_of_meta_main_pass(tmp_path):
             )
         else:
             assert not result.get("failed"), (name, result)
-    assert done.returncode == 2  # the refused hosts failed
+    assert returncode == 2  # the refused hosts failed
