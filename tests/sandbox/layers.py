@@ -11,8 +11,10 @@ What a host must not share with another (its name, keys, addresses, journal, mac
 left out of the layer (HOST_OWN): the fleet writes a host's own at every boot.
 
 A layer is made by moving a stopped host's changes into the cache (no copy), under a lock per
-key, so modules and checkouts converging the same thing wait for one converge. Layers no run
-has used for KEEP_UNUSED_DAYS and no host runs on are removed when another is made."""
+key, so modules and checkouts converging the same thing wait for one converge. When another is
+made, layers no run has used for KEEP_UNUSED_DAYS are removed, and then the least recently used
+until all of them, the new one included, take at most KEEP_AT_MOST_BYTES; a layer a host runs on
+is never removed."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -60,6 +63,8 @@ HOST_OWN = (
 )
 HOST_KEYS = "etc/ssh/ssh_host_*"
 KEEP_UNUSED_DAYS = 7
+# A full run after a change to the roles keeps about 3.4 GB: room for that and two more.
+KEEP_AT_MOST_BYTES = 12 * 2**30
 DONE = ".complete"
 
 
@@ -126,7 +131,6 @@ class Layers:
     def keep(self, key: str, uppers: dict[str, Path]) -> dict[str, Path]:
         """Move each stopped host's changes (its overlay's upper folder) into a layer for key,
         less HOST_OWN; the hosts' folders are left without them (bring the fleet down)."""
-        self._remove_stale()
         folder = self.folder(key)
         building = self.base / f".building-{key}"
         shutil.rmtree(building, ignore_errors=True)
@@ -142,20 +146,56 @@ class Layers:
                     path.unlink()
             for key_file in target.glob(HOST_KEYS):
                 key_file.unlink()
-        (building / DONE).write_text(json.dumps({"hosts": sorted(uppers), "made": time.time()}))
+        size = disk_bytes(building)
+        record = {"hosts": sorted(uppers), "made": time.time(), "bytes": size}
+        (building / DONE).write_text(json.dumps(record))
         shutil.rmtree(folder, ignore_errors=True)
+        self._make_room(size, keep=key)
         building.rename(folder)
         _used_stamp(folder).touch()
         return {name: folder / name for name in uppers}
 
-    def _remove_stale(self) -> None:
+    def _make_room(self, adding: int, keep: str) -> None:
+        """Remove the layers unused for KEEP_UNUSED_DAYS, then the least recently used, until
+        what stays and `adding` fit in KEEP_AT_MOST_BYTES. A layer a host runs on stays."""
         now = time.time()
+        kept = []
         for folder in self.base.glob("[!.]*"):
+            if folder.name == keep:
+                continue
             stamp = _used_stamp(folder)
             used = stamp.stat().st_mtime if stamp.exists() else 0.0
-            if now - used > KEEP_UNUSED_DAYS * 86400 and not rootfs.in_use(folder):
-                shutil.rmtree(folder, ignore_errors=True)
-                stamp.unlink(missing_ok=True)
+            kept.append((used, folder))
+        total = adding + sum(_recorded_bytes(folder) for _, folder in kept)
+        for used, folder in sorted(kept, key=lambda entry: entry[0]):
+            stale = now - used > KEEP_UNUSED_DAYS * 86400
+            if not (stale or total > KEEP_AT_MOST_BYTES) or rootfs.in_use(folder):
+                continue
+            total -= _recorded_bytes(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+            _used_stamp(folder).unlink(missing_ok=True)
+
+
+def disk_bytes(folder: Path) -> int:
+    """The disk space a tree takes (allocated blocks; a file linked twice counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            info = os.lstat(os.path.join(root, name))
+            if (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+    return total
+
+
+def _recorded_bytes(folder: Path) -> int:
+    """A layer's size as recorded when it was made; measured for a layer made before sizes
+    were recorded, or left unfinished."""
+    try:
+        return int(json.loads((folder / DONE).read_text())["bytes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return disk_bytes(folder)
 
 
 def _used_stamp(folder: Path) -> Path:

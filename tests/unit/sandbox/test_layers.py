@@ -3,13 +3,15 @@ and when one is found."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.sandbox import rootfs
+from tests.sandbox import layers, rootfs
 from tests.sandbox.layers import Layers, layer_key
 
 RECIPE = {"playbook": "site.yml", "extra_vars": {}, "tags": None, "hosts": ["node1"]}
@@ -98,3 +100,53 @@ def test_an_unfinished_layer_is_not_found(tmp_path):
 )
 def test_a_root_is_in_use_below_a_layer_too(mountinfo, used):
     assert bool(rootfs.lower_layer(Path("/c/rootfs/debian12-ab")).search(mountinfo)) is used
+
+
+def kept_layer(store: Layers, tmp_path: Path, key: str, size: int, used_days_ago: float) -> Path:
+    upper = tmp_path / key / "upper"
+    upper.mkdir(parents=True)
+    (upper / "blob").write_bytes(os.urandom(size))
+    layer = store.keep(key, {"node1": upper})["node1"].parent
+    stamp = layer.with_name(f".used-{key}")
+    when = time.time() - used_days_ago * 86400
+    os.utime(stamp, (when, when))
+    return layer
+
+
+def test_the_least_recently_used_layers_go_first_when_the_total_is_over_its_bound(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(layers, "KEEP_AT_MOST_BYTES", 3 * 2**20)
+    running = set()
+    monkeypatch.setattr(rootfs, "in_use", lambda folder: folder.name in running)
+    store = Layers(tmp_path / "cache")
+    oldest = kept_layer(store, tmp_path, "k1", 2**20, used_days_ago=3)
+    older = kept_layer(store, tmp_path, "k2", 2**20, used_days_ago=2)
+    assert json.loads((older / layers.DONE).read_text())["bytes"] >= 2**20
+    running.add("k1")  # a host runs on the oldest: it stays, the next oldest goes
+    newer = kept_layer(store, tmp_path, "k3", 2**20, used_days_ago=1)
+    assert (oldest.exists(), older.exists(), newer.exists()) == (True, False, True)
+    running.clear()
+    newest = kept_layer(store, tmp_path, "k4", 2**20, used_days_ago=0)
+    assert (oldest.exists(), newer.exists(), newest.exists()) == (False, True, True)
+    assert not oldest.with_name(".used-k1").exists()
+    assert store.find("k3", ["node1"]) == {"node1": newer / "node1"}
+
+
+def test_layers_unused_for_a_week_go_even_under_the_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(rootfs, "in_use", lambda folder: False)
+    store = Layers(tmp_path / "cache")
+    stale = kept_layer(store, tmp_path, "k1", 4096, used_days_ago=layers.KEEP_UNUSED_DAYS + 1)
+    recent = kept_layer(store, tmp_path, "k2", 4096, used_days_ago=layers.KEEP_UNUSED_DAYS - 1)
+    kept_layer(store, tmp_path, "k3", 4096, used_days_ago=0)
+    assert (stale.exists(), recent.exists()) == (False, True)
+
+
+def test_a_layer_made_before_sizes_were_recorded_is_measured(tmp_path):
+    folder = tmp_path / "layer"
+    (folder / "node1").mkdir(parents=True)
+    (folder / "node1" / "blob").write_bytes(b"x" * 100_000)
+    os.link(folder / "node1" / "blob", folder / "node1" / "again")
+    (folder / layers.DONE).write_text(json.dumps({"hosts": ["node1"]}))
+    measured = layers._recorded_bytes(folder)
+    assert 100_000 <= measured < 200_000  # the second link is not counted again
