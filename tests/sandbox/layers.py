@@ -165,13 +165,13 @@ class Layers:
                 continue
             stamp = _used_stamp(folder)
             used = stamp.stat().st_mtime if stamp.exists() else 0.0
-            kept.append((used, folder))
-        total = adding + sum(_recorded_bytes(folder) for _, folder in kept)
-        for used, folder in sorted(kept, key=lambda entry: entry[0]):
+            kept.append((used, folder, _recorded_bytes(folder)))
+        total = adding + sum(size for _, _, size in kept)
+        for used, folder, size in sorted(kept, key=lambda entry: entry[0]):
             stale = now - used > KEEP_UNUSED_DAYS * 86400
             if not (stale or total > KEEP_AT_MOST_BYTES) or rootfs.in_use(folder):
                 continue
-            total -= _recorded_bytes(folder)
+            total -= size
             shutil.rmtree(folder, ignore_errors=True)
             _used_stamp(folder).unlink(missing_ok=True)
 
