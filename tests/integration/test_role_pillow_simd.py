@@ -288,11 +288,16 @@ def test_resizes_faster_than_stock_pillow(fleet, hosts, converged):
             host,
             f"python3 -m venv /tmp/stock && /tmp/stock/bin/pip install -q pillow=={STOCK}",
         )
-        bench = "python3 /tmp/pillow_simd_bench.py --seconds 1.5 --python "
-        simd = json.loads(sh(fleet, host, bench + PY).stdout)
-        stock = json.loads(sh(fleet, host, bench + "/tmp/stock/bin/python").stdout)
-        assert (simd["version"], stock["version"]) == (VERSION, STOCK)
-        rates[name] = (simd["resize_per_s"], stock["resize_per_s"])
+        # per CPU-second of the resizing thread, best of two rounds in turn: what runs beside
+        # on this 2-core machine (the other core's load slows a core too) touches both alike
+        bench = "python3 /tmp/pillow_simd_bench.py --seconds 1 --python "
+        best = {PY: 0.0, "/tmp/stock/bin/python": 0.0}
+        for _ in range(2):
+            for python in best:
+                measured = json.loads(sh(fleet, host, bench + python).stdout)
+                assert measured["version"] == (VERSION if python == PY else STOCK), measured
+                best[python] = max(best[python], measured["resize_per_s"])
+        rates[name] = (best[PY], best["/tmp/stock/bin/python"])
     print("resize 2048x1536 -> 224x224 bicubic, images/s (pillow-simd, stock Pillow):", rates)
     avx2, stock = rates["node1"]
     assert avx2 > 2 * stock, rates

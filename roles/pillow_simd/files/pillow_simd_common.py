@@ -45,12 +45,13 @@ if seconds > 0:
     bands = (Image.linear_gradient("L"), detail, Image.radial_gradient("L"))
     image = Image.merge("RGB", [b.resize((w, h)) for b in bands])
     image.resize((224, 224), Image.BICUBIC)
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds or count == 0:
+    # per second of this thread's CPU time: what else keeps the host busy does not count
+    count, start = 0, time.thread_time()
+    while time.thread_time() - start < seconds or count == 0:
         image.resize((224, 224), Image.BICUBIC)
         count += 1
-    out["resize_per_s"] = round(count / (time.perf_counter() - start), 1)
-    out["resize_job"] = "2048x1536 RGB -> 224x224 BICUBIC, one thread"
+    out["resize_per_s"] = round(count / (time.thread_time() - start), 1)
+    out["resize_job"] = "2048x1536 RGB -> 224x224 BICUBIC, one thread, per CPU-second"
 print(json.dumps(out))
 """
 
