@@ -283,21 +283,23 @@ def test_resizes_faster_than_stock_pillow(fleet, hosts, converged):
         host = hosts[name]
         for script in ("pillow_simd_common.py", "pillow_simd_bench.py"):
             put(fleet, host, SCRIPTS / script, f"/tmp/{script}")
+        stock_venv = "/tmp/stock"
         sh(
             fleet,
             host,
-            f"python3 -m venv /tmp/stock && /tmp/stock/bin/pip install -q pillow=={STOCK}",
+            f"python3 -m venv {stock_venv} && {stock_venv}/bin/pip install -q pillow=={STOCK}",
         )
         # per CPU-second of the resizing thread, best of two rounds in turn: what runs beside
         # on this 2-core machine (the other core's load slows a core too) touches both alike
         bench = "python3 /tmp/pillow_simd_bench.py --seconds 1 --python "
-        best = {PY: 0.0, "/tmp/stock/bin/python": 0.0}
+        pythons = {VERSION: PY, STOCK: f"{stock_venv}/bin/python"}
+        best = dict.fromkeys(pythons, 0.0)
         for _ in range(2):
-            for python in best:
+            for version, python in pythons.items():
                 measured = json.loads(sh(fleet, host, bench + python).stdout)
-                assert measured["version"] == (VERSION if python == PY else STOCK), measured
-                best[python] = max(best[python], measured["resize_per_s"])
-        rates[name] = (best[PY], best["/tmp/stock/bin/python"])
+                assert measured["version"] == version, measured
+                best[version] = max(best[version], measured["resize_per_s"])
+        rates[name] = (best[VERSION], best[STOCK])
     print("resize 2048x1536 -> 224x224 bicubic, images/s (pillow-simd, stock Pillow):", rates)
     avx2, stock = rates["node1"]
     assert avx2 > 2 * stock, rates
