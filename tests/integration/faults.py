@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from tests.integration.ansible import CHECKOUT_CONTROLLER, playbook_argv, run_playbook
+from tests.sandbox.fakegpu import FAULT_HOLD
 
 Fault = Callable[[subprocess.Popen], None]
 
@@ -22,7 +23,7 @@ Fault = Callable[[subprocess.Popen], None]
 # to `marker`. Python looks every half millisecond without starting a process each time.
 _STOP_THE_LOCK_HOLDER = r"""
 import os, signal, subprocess, sys, time
-lock, written, marker = sys.argv[1:]
+lock, written, marker, hold = sys.argv[1:]
 inode = os.stat(lock).st_ino
 looked = 0
 while not os.path.exists(written):
@@ -46,6 +47,10 @@ else:
 with open(marker + ".new", "w") as out:
     out.write(said)
 os.rename(marker + ".new", marker)
+try:
+    os.unlink(hold)
+except FileNotFoundError:
+    pass
 """
 # on the disk, not in /run: read after the host is booted again
 _MARKER = "/var/tmp/hostcheck-fault-frozen"
@@ -154,13 +159,15 @@ def freeze_when_written(fleet, host, lock: str, written: str) -> str:
     (`lock`: /var/lib/dpkg/lock, /var/lib/rpm/.rpm.lock) and its children the moment `written`,
     a file one of the packages installs, exists: a transaction held in its middle, for a
     power cut there (tiny packages install in milliseconds, faster than a test over SSH can
-    look). Returns a test for the host that succeeds once it has; then frozen(fleet, host)
-    says which process it froze."""
+    look). Until then the stand-in driver packages wait in their post-install script
+    (tests/sandbox/fakegpu.py, FAULT_HOLD names the watcher), so the rest of the transaction
+    cannot finish before a loaded machine gets round to the watcher. Returns a test for the
+    host that succeeds once it has; then frozen(fleet, host) says which process it froze."""
     started = fleet.ssh(
         host,
         f"rm -f {_MARKER}; cat > {_WATCHER} <<'EOF'\n{_STOP_THE_LOCK_HOLDER}EOF\n"
-        f"setsid timeout 900 python3 {_WATCHER} {lock} {written} {_MARKER}"
-        " </dev/null >/dev/null 2>&1 &",
+        f"setsid timeout 900 python3 {_WATCHER} {lock} {written} {_MARKER} {FAULT_HOLD}"
+        f" </dev/null >/dev/null 2>&1 & echo $! > {FAULT_HOLD}",
     )
     assert started.returncode == 0, started.stderr
     return f"test -e {_MARKER}"

@@ -61,6 +61,21 @@ def _sh(*argv: str, **options) -> subprocess.CompletedProcess:
 
 
 REPO_ON_HOST = "/srv/fake-cuda"
+# While this file names a live process, the stand-in driver packages wait at the end of their
+# post-install script, inside the package manager's transaction, with nvidia.ko written: a
+# fault test's watcher (tests/integration/faults.py, freeze_when_written) then finds the
+# transaction in its middle however late a loaded machine schedules it; without the wait the
+# packages after the driver's install in milliseconds. In /run: a power cut takes it away.
+FAULT_HOLD = "/run/hostcheck-fault-hold"
+
+
+def held(script: str) -> str:
+    """A stand-in driver package's post-install script: `script`, then the wait above."""
+    return (
+        f"{script}\n"
+        f'while [ -e {FAULT_HOLD} ] && kill -0 "$(cat {FAULT_HOLD} 2>/dev/null)" 2>/dev/null; '
+        "do sleep 0.05; done"
+    )
 
 
 def push_repo(fleet, host, repo: Path) -> None:
@@ -179,7 +194,7 @@ def build_repo(
     module = out / "build" / "nvidia.ko"
     fake_module(driver_version, module)
     ko = {f"/lib/modules/{kernel}/updates/dkms/nvidia.ko": module}
-    depmod = f"depmod {kernel}"
+    depmod = held(f"depmod {kernel}")
     texts = out / "build"
     for name, text in (
         ("daemon", STANDIN_DAEMON),

@@ -801,7 +801,7 @@ def build_cuda_repo(
     """A stand-in of NVIDIA's CUDA rhel8/rhel9 repository: signed RPMs, repodata, the
     nvidia-driver module streams; out/key.asc is its key. kernel-devel for `kernel` (AppStream's,
     in reality) is added when `headers`."""
-    from tests.sandbox.fakegpu import fake_module
+    from tests.sandbox.fakegpu import fake_module, held
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -812,7 +812,7 @@ def build_cuda_repo(
         fake_module(driver_version, module)
         ko = module.read_bytes()
         evr = f"3:{driver_version}"
-        depmod = f"depmod -a {kernel} || :"
+        depmod = held(f"depmod -a {kernel} || :")
 
         def nv(name: str, **more) -> StandIn:
             more.setdefault("confirmed", _NV_YUM)

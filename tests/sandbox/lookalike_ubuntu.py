@@ -35,6 +35,7 @@ from tests.sandbox.fakegpu import (
     PERSISTENCED_UNIT,
     STANDIN_DAEMON,
     fake_module,
+    held,
     write_signed_repo,
 )
 
@@ -499,7 +500,7 @@ def build_repo(
                     "Description": f"stand-in for Ubuntu's {name} in the hostcheck sandbox\n"
                     f" Confirmed in Ubuntu's indexes: {standin.confirmed}.",
                 }
-                postinst = f"depmod {kernel} || true" if standin.depmod else ""
+                postinst = held(f"depmod {kernel} || true") if standin.depmod else ""
                 debs.append(_build(out, fields, files, postinst))
     return write_signed_repo(
         out,
