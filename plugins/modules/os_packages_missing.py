@@ -10,8 +10,10 @@ short_description: Say which of some OS packages are not installed, change nothi
 description:
   - Asks the package database (dpkg-query, or rpm for dnf and yum hosts) and nothing else, so
     it costs a fraction of an apt or dnf task; roles install only when something is missing.
-  - On rpm hosts a name counts as installed when an installed package provides it (so
-    C(python3-devel) or C(gcc-c++) as dnf would resolve them).
+  - On rpm hosts a name counts as installed when an installed package has it for its name,
+    with or without version, release and architecture as C(rpm -q) takes it (so
+    C(kernel-devel-<uname -r>) on RHEL), or provides it (so C(python3-devel) or C(gcc-c++) as
+    dnf would resolve them).
 options:
   names:
     description: Package names as the role would give them to apt or dnf.
@@ -54,9 +56,16 @@ def installed_by_dpkg(output: str) -> set[str]:
 
 
 def missing_by_rpm(output: str) -> set[str]:
-    """`rpm -q --whatprovides` says "no package provides NAME" for each name nothing provides."""
-    prefix = "no package provides "
-    return {line[len(prefix) :].strip() for line in output.splitlines() if line.startswith(prefix)}
+    """The names rpm says it has not: `rpm -q` says "package NAME is not installed", and
+    `rpm -q --whatprovides` "no package provides NAME"."""
+    absent = set()
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith("no package provides "):
+            absent.add(line.removeprefix("no package provides ").strip())
+        elif line.startswith("package ") and line.endswith(" is not installed"):
+            absent.add(line.removeprefix("package ").removesuffix(" is not installed"))
+    return absent
 
 
 def missing(module: AnsibleModule, names: list[str], manager: str) -> list[str]:
@@ -66,8 +75,12 @@ def missing(module: AnsibleModule, names: list[str], manager: str) -> list[str]:
         dummy, out, dummy = module.run_command([*QUERY, "--", *names])
         installed = installed_by_dpkg(out)
         return [name for name in names if name.split(":", 1)[0] not in installed]
-    dummy, out, err = module.run_command(["rpm", "-q", "--whatprovides", "--", *names])
+    dummy, out, err = module.run_command(["rpm", "-q", "--", *names])
     absent = missing_by_rpm(out + err)
+    if absent:
+        unnamed = [name for name in names if name in absent]
+        dummy, out, err = module.run_command(["rpm", "-q", "--whatprovides", "--", *unnamed])
+        absent = missing_by_rpm(out + err)
     return [name for name in names if name in absent]
 
 

@@ -86,6 +86,15 @@ def persistenced(fleet, host) -> list[str]:
     ).split()
 
 
+def package_manager_tasks_run(run, host, tasks: tuple[str, ...]) -> list[str]:
+    """Those of the role's tasks that ran the package manager in this run (not skipped)."""
+    return [
+        task
+        for task in tasks
+        if not run.task_results(f"nvidia_driver : {task}")[host.name].get("skipped")
+    ]
+
+
 def test_ubuntu_installs_and_holds_its_own_server_driver_packages(fleet):
     host = fleet.hosts()[0]
     assert host.os == "ubuntu2404"
@@ -102,6 +111,9 @@ def test_ubuntu_installs_and_holds_its_own_server_driver_packages(fleet):
     assert persistenced(fleet, host) == ["enabled", "active"]
     again = run_playbook(fleet, PLAYBOOK, limit=host.name)
     assert again.returncode == 0 and again.changed(host.name) == 0
+    apt = ("Update the package lists", "Install the driver packages")
+    assert package_manager_tasks_run(done, host, apt) == list(apt)
+    assert package_manager_tasks_run(again, host, apt) == [], "the package database had them all"
 
 
 def test_rocky_enables_the_branch_stream_locks_it_and_runs_persistenced(fleet, rocky_repo):
@@ -121,6 +133,9 @@ def test_rocky_enables_the_branch_stream_locks_it_and_runs_persistenced(fleet, r
     assert persistenced(fleet, host) == ["enabled", "active"]
     again = run_playbook(fleet, PLAYBOOK, extra_vars=ROCKY_REPO, limit=host.name)
     assert again.returncode == 0 and again.changed(host.name) == 0
+    dnf = ("Install kernel-devel of the running kernel", "Install the versionlock plugin (dnf)")
+    assert package_manager_tasks_run(done, host, dnf) == list(dnf)
+    assert package_manager_tasks_run(again, host, dnf) == [], "the package database had them"
 
 
 # ------------------------------------------------- the driver's install cut short by the power

@@ -48,6 +48,54 @@ def test_rpm_names_what_nothing_provides():
     assert module.missing_by_rpm(output) == {"zlib1g-dev"}
 
 
+def test_rpm_names_what_is_not_installed_by_that_name():
+    output = (
+        "package kernel-devel-5.14.0-427.el9.x86_64 is not installed\nbash-5.1.8-9.el9.x86_64\n"
+    )
+    assert module.missing_by_rpm(output) == {"kernel-devel-5.14.0-427.el9.x86_64"}
+
+
+class ScriptedRpm(Runner):
+    """rpm of a host with bash installed, which provides /bin/sh and nothing named sh."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def run_command(self, argv):
+        self.calls.append(argv)
+        names = argv[argv.index("--") + 1 :]
+        if "--whatprovides" in argv:
+            lines = [
+                "bash-5.1.8-9.el9.x86_64" if n == "sh" else f"no package provides {n}"
+                for n in names
+            ]
+        else:
+            lines = [
+                "bash-5.1.8-9.el9.x86_64"
+                if n.startswith("bash")
+                else f"package {n} is not installed"
+                for n in names
+            ]
+        return 0, "\n".join(lines), ""
+
+
+def test_rpm_counts_a_name_installed_by_its_package_name_or_what_a_package_provides():
+    rpm = ScriptedRpm()
+    names = ["bash-5.1.8-9.el9.x86_64", "sh", "zlib-devel"]
+    assert module.missing(rpm, names, "dnf") == ["zlib-devel"]
+    assert rpm.calls == [
+        ["rpm", "-q", "--", *names],
+        ["rpm", "-q", "--whatprovides", "--", "sh", "zlib-devel"],
+    ]
+
+
+def test_rpm_asks_nothing_more_when_every_name_is_a_package():
+    rpm = ScriptedRpm()
+    assert module.missing(rpm, ["bash"], "dnf") == []
+    assert len(rpm.calls) == 1
+
+
 def test_nothing_asked_runs_nothing():
     runner = Runner()
     assert module.missing(runner, [], "dnf") == []
