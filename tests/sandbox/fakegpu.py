@@ -64,8 +64,9 @@ REPO_ON_HOST = "/srv/fake-cuda"
 # While this file names a live process, the stand-in driver packages wait at the end of their
 # post-install script, inside the package manager's transaction, with nvidia.ko written: a
 # fault test's watcher (tests/integration/faults.py, freeze_when_written) then finds the
-# transaction in its middle however late a loaded machine schedules it; without the wait the
-# packages after the driver's install in milliseconds. In /run: a power cut takes it away.
+# transaction in its middle however late a loaded machine schedules it (without the wait,
+# the packages after the driver's are installed within milliseconds). In /run: a power cut
+# takes it away.
 FAULT_HOLD = "/run/hostcheck-fault-hold"
 
 
