@@ -62,7 +62,7 @@ def missing_by_rpm(output: str) -> set[str]:
     for line in output.splitlines():
         line = line.strip()
         if line.startswith("no package provides "):
-            absent.add(line.removeprefix("no package provides ").strip())
+            absent.add(line.removeprefix("no package provides "))
         elif line.startswith("package ") and line.endswith(" is not installed"):
             absent.add(line.removeprefix("package ").removesuffix(" is not installed"))
     return absent
