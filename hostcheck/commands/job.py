@@ -84,67 +84,13 @@ def _earlier_report(path: str | None) -> dict | None:
         raise UsageError(str(exc)) from None
 
 
-def _job_table(section: dict):
-    from rich import box
-    from rich.table import Table
-
-    from hostcheck.job import host_use
-
-    table = Table(
-        title="DataLoaders the job iterated",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    ranked = any(entry["rank"] is not None for entry in section["ranks"])
-    names = (["rank"] if ranked else []) + ["loader", "w", "pin", "pf", "pers", "bs"]
-    names += ["batches", "samp/s", "wait", "start", "wcpu", "read/s"]
-    for name in names:
-        table.add_column(
-            name,
-            justify="left" if name in ("loader", "pin", "pers") else "right",
-            no_wrap=name != "loader",
-            min_width=10 if name == "loader" else None,
-            overflow="fold",
-        )
-    for entry in section["ranks"]:
-        for lo in entry["loaders"]:
-            settings = lo["settings"]
-            fraction = lo["data_wait_fraction"]
-            cells = [str(entry["rank"]) if entry["rank"] is not None else "-"] if ranked else []
-            cells += [
-                lo["created_at"],
-                str(settings["num_workers"]),
-                "on" if settings["pin_memory"] else "off",
-                "-" if settings["prefetch_factor"] is None else str(settings["prefetch_factor"]),
-                "on" if settings["persistent_workers"] else "off",
-                "-" if settings["batch_size"] is None else str(settings["batch_size"]),
-                str(lo["batches"]),
-                "-" if lo["samples_per_s"] is None else f"{lo['samples_per_s']:.0f}",
-                "-" if fraction is None else f"{fraction:.1%}",
-                f"{lo['startup_s']:.2f}",
-                f"{lo['worker_cpu_cores']:.1f}",
-                host_use.read_rate_cell(lo),
-            ]
-            table.add_row(*cells)
-    table.caption = (
-        "w: num_workers; pf: prefetch_factor; pers: persistent_workers; bs: batch_size; "
-        "samp/s: samples/s; wait: time blocked in the iterator's next over step time; start: "
-        "seconds waiting for each epoch's first batch; wcpu: cores the workers kept busy; "
-        "read/s: bytes the workers read a second (page cache included)"
-    )
-    table.caption_justify = "left"
-    return table
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
 
     from hostcheck._shared.sizes import format_size
     from hostcheck.checks.base import RunOptions
-    from hostcheck.job import assess, compare, gpu_use, host_use, runner, waits
+    from hostcheck.job import assess, compare, gpu_use, host_use, runner, tables, waits
     from hostcheck.model import Status
     from hostcheck.report.document import build_document
     from hostcheck.report.table import render_table
@@ -182,9 +128,9 @@ def run(args: argparse.Namespace) -> int:
     system = System()
     document = build_document(outcome, exit_code, system.read("/etc/os-release"))
     document["job"] = assess.job_section(job, recommended, wait_rules)
-    console.print(_job_table(document["job"]))
+    console.print(tables.loaders_table(document["job"]))
     if any(lo["waits"] for entry in document["job"]["ranks"] for lo in entry["loaders"]):
-        console.print(waits.wait_table(document["job"], wait_rules))
+        console.print(tables.wait_table(document["job"], wait_rules))
     if document["job"]["gpu"] and document["job"]["gpu"]["gpus"]:
         console.print(gpu_use.table(document["job"]["gpu"]))
     render_table(document, console, verbose=args.verbose)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -23,6 +22,7 @@ from hostcheck.checks import loop as loop_check
 from hostcheck.loop import theory
 from hostcheck.loop.settings import LoopSettings
 from hostcheck.model import CheckResult
+from hostcheck.report.console import titled_table
 
 
 def _model_line(result: Any, settings: LoopSettings) -> str | None:
@@ -92,12 +92,7 @@ def run_once(
 
 def sweep_table(rows: list[Any], can_pin: bool) -> Table:
     """One row per configuration; `*` marks the prefetch_factor runs after the grid."""
-    table = Table(
-        title="sweep (* prefetch_factor phase)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    table = titled_table("sweep (* prefetch_factor phase)", collapse_padding=False)
     names = ["workers", *(["pin"] if can_pin else []), "pref", "pf", "samples/s", "wait"]
     names += ["step ms", "cpu", "shm", "start-up"]
     widths = {"start-up": 9, "shm": 7, "wait": 6}

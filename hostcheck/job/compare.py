@@ -185,16 +185,9 @@ def _wait(side: dict) -> str:
 
 def table(section: dict):
     """The comparison as a Rich table: old and new side by side, one row a loader."""
-    from rich import box
-    from rich.table import Table
+    from hostcheck.report.console import titled_table
 
-    result = Table(
-        title=f"Before ({section['old_report']}) and after",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
+    result = titled_table(f"Before ({section['old_report']}) and after")
     names = ["rank", "loader", "wait", "samp/s", "ms med/p95", "changed", "verdict"]
     for name in names:
         result.add_column(

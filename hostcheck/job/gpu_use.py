@@ -369,21 +369,13 @@ TABLE_TITLES = {
 
 def table(shown: dict):
     """The console's table of the GPUs the job used (rich)."""
-    from rich import box
-    from rich.table import Table
-
     from hostcheck._shared.sizes import format_size
+    from hostcheck.report.console import titled_table
 
     def rate(value: float | None) -> str:
         return "-" if value is None else f"{format_size(int(value))}/s"
 
-    grid = Table(
-        title=TABLE_TITLES.get(shown["chosen_by"], "GPUs the job used"),
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
+    grid = titled_table(TABLE_TITLES.get(shown["chosen_by"], "GPUs the job used"))
     for name in ("gpu", "name", "busy", "median", "mem peak", "pcie rx", "pcie tx", "samples"):
         grid.add_column(name, justify="left" if name == "name" else "right", overflow="fold")
     for gpu in shown["gpus"]:
