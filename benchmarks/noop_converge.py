@@ -11,8 +11,11 @@ time). Then site.yml runs again
 json callback). The best run counts. With --against REF the roles of git revision REF (a
 worktree under .cache/bench/) run on the same fleet in turn with this checkout's, so the ratio
 is measured side by side. Each revision's turn starts with a run that is not counted
-("(settle)"): the other revision's hostcheck role left its own record of the host state, which
-this one does not take for its own, so the first run after a switch runs hostcheck again.
+("(settle)"), for what the other revision left that this one changes or checks again (a
+revision whose hostcheck role keeps its own record of the host state runs hostcheck again after
+a switch; this checkout and ff244ef take each other's, and their settle runs change nothing).
+Edit nothing the roles read while it runs: the hostcheck role builds its wheel from this
+checkout, so an edit of hostcheck/ makes the next run of either revision install and run it.
 
 The projection to --project hosts at --forks is benchmarks/fleet_cost.py's.
 """
