@@ -24,7 +24,7 @@ options:
     required: true
   timer_units:
     description: The text of hostcheck.service and hostcheck.timer as the role writes them, by
-      unit name (C(__hostcheck_timer_units)).
+      unit name (C(__hostcheck_timer_units)); empty with O(hostcheck_timer_enabled=false).
     type: dict
     required: true
   config_text:

@@ -58,6 +58,8 @@ from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.platforms impo
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 VALIDATED = {"validated": {"type": "dict", "default": {}}}
+# Every task's worker parses its role's argument specs anew: libyaml's parser where PyYAML has it
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 FACT_FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -69,7 +71,7 @@ class Invalid(Exception):
 def role_meta(role: str, name: str) -> dict:
     """roles/<role>/meta/<name>.yml of this collection."""
     with open(ROLES / role / "meta" / f"{name}.yml") as handle:
-        return yaml.safe_load(handle) or {}
+        return yaml.load(handle, Loader=SAFE_LOADER) or {}
 
 
 def argument_spec(role: str, internal: dict | None = None) -> dict:
