@@ -10,7 +10,7 @@ description:
   - A value that Ansible's C(bool) filter reads as false (C(false), C(no), C(off), C(0)) is
     off; anything else is on, so the validation that runs on C(<role>_on) refuses what is not
     a boolean.
-  - Each group is made a child of C(roles_switched): the hosts whose switches this run read.
+  - Each group is made a child of C(roles_switched), the hosts whose switches this run read.
   - Runs on the controller; changes nothing on the host.
 options:
   role:
@@ -25,9 +25,8 @@ EXAMPLES = r"""
   hostcheck.gpu_hosts.role_switch:
     role: "{{ item }}"
   loop: [shm, ulimits, slurm_healthcheck]
-
-- name: Size /dev/shm where the shm role is on
-  hosts: "{{ groups['shm_on'] | default([]) }}"
+  changed_when: false  # a group joined is no change to the host
+# then a play of the hosts a role is on for: hosts: "{{ groups['shm_on'] | default([]) }}"
 """
 
 RETURN = r"""

@@ -21,6 +21,7 @@ from tests.integration.site_checks import (
     assert_services_get_the_limits_and_no_unit_failed,
     gathered_as,
 )
+from tests.paths import CHECKOUT
 
 # What this module covers (tests/selection.py); the gate runs it whatever changed.
 COVERS = (
@@ -70,11 +71,44 @@ def test_fresh_sessions_see_what_site_yml_set(converged):
     assert_services_get_the_limits_and_no_unit_failed(fleet, host)
 
 
+def tasks_run(run, host: str) -> list[str]:
+    """The names of the tasks that ran on the host, skipped ones too, in order."""
+    return [
+        task["task"]["name"].removeprefix("hostcheck.gpu_hosts.")
+        for play in run.output["plays"]
+        for task in play["tasks"]
+        if host in task["hosts"]
+    ]
+
+
 def test_a_second_run_changes_nothing(converged):
+    """The no-op: nothing changes, in at most 45 tasks (issue 44's goal; 68 at ff244ef)."""
     fleet, host, _ = converged
     second = run_playbook(fleet, "site.yml")
     assert second.returncode == 0, second.failure_text(host.name)
     assert second.changed(host.name) == 0, second.changed_tasks(host.name)
+    assert len(tasks_run(second, host.name)) <= 45, tasks_run(second, host.name)
+
+
+def test_roles_switched_off_cost_a_host_no_task_of_theirs(converged):
+    """Every role switched off: the host is grouped off for each (one task) and runs no task of
+    any role, not even a skipped one; nothing changes."""
+    fleet, host, _ = converged
+    specs = CHECKOUT.glob("roles/*/meta/argument_specs.yml")
+    roles = sorted(path.parts[-3] for path in specs)
+    off = run_playbook(fleet, "site.yml", extra_vars={f"{role}_enabled": False for role in roles})
+    assert off.returncode == 0, off.failure_text(host.name)
+    assert off.changed(host.name) == 0, off.changed_tasks(host.name)
+    grouped = off.task_results("Group the hosts by the roles that are on")[host.name]["results"]
+    assert {item["item"]: item["add_group"] for item in grouped} == {
+        role: f"{role}_off" for role in roles
+    }
+    assert tasks_run(off, host.name) == [
+        "Refuse a full file system the roles write to",
+        "Read the host's distribution, package manager and kernel",
+        "Group the hosts by the roles that are on",
+        "Validate each role that is on",
+    ]
 
 
 def test_verify_yml_alone_passes_on_the_converged_host(converged):
