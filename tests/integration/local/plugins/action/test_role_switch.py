@@ -22,7 +22,7 @@ PLAYBOOK = """
       hostcheck.gpu_hosts.role_switch:
         role: "{{ item }}"
       changed_when: false  # a group joined is no change to the host
-      loop: %(roles)s
+      loop: ROLE_LIST
 
 - hosts: "{{ groups['shm_on'] | default([]) }}"
   gather_facts: false
@@ -39,8 +39,14 @@ PLAYBOOK = """
     - name: A task of the role that is off by default
       ansible.builtin.debug:
         msg: on
-""" % {"roles": ROLES}
-OFF = {"false": False, "string_no": "no", "string_off": "off", "zero": 0, "templated": "{{ 1 == 2 }}"}
+""".replace("ROLE_LIST", str(ROLES))
+OFF = {
+    "false": False,
+    "string_no": "no",
+    "string_off": "off",
+    "zero": 0,
+    "templated": "{{ 1 == 2 }}",
+}
 ON = {"true": True, "string_yes": "yes", "one": 1, "maybe": "maybe"}
 
 
@@ -102,22 +108,25 @@ def test_an_unknown_role_fails_naming_it(tmp_path):
     assert returncode == 2
 
 
-def test_the_grouping_lists_every_role_in_the_order_provision_runs_them():
-    grouping = yaml.safe_load((REPO / "playbooks" / "tasks" / "validate_roles.yml").read_text())
+def roles_of_plays(playbook: str, entry_point: str) -> list[tuple[str, object]]:
+    """(role, the play's hosts) of each play of the playbook that imports a role's entry point."""
+    found = []
+    for play in yaml.safe_load((REPO / "playbooks" / playbook).read_text()):
+        for task in play["tasks"]:
+            imported = task.get("ansible.builtin.import_role") or {}
+            if imported.get("tasks_from") == entry_point:
+                found.append((imported["name"].removeprefix("hostcheck.gpu_hosts."), play["hosts"]))
+    return found
+
+
+def test_every_role_is_grouped_then_validated_provisioned_verified_in_one_order_where_on():
+    grouping = yaml.safe_load((REPO / "playbooks" / "tasks" / "group_roles.yml").read_text())
     (task,) = [task for task in grouping if task["name"] == GROUPING]
-    plays = yaml.safe_load((REPO / "playbooks" / "provision.yml").read_text())
-    provisioned = [
-        task["ansible.builtin.import_role"]["name"].removeprefix("hostcheck.gpu_hosts.")
-        for play in plays[1:]
-        for task in play["tasks"]
-    ]
-    verified = [
-        task["ansible.builtin.import_role"]["name"].removeprefix("hostcheck.gpu_hosts.")
-        for play in yaml.safe_load((REPO / "playbooks" / "verify.yml").read_text())[1:]
-        for task in play["tasks"]
-    ]
-    assert task["loop"] == provisioned == verified
     assert sorted(task["loop"]) == ROLES
-    for play in plays[1:]:
-        (role,) = play["tags"]
-        assert play["hosts"] == "{{ groups['%s_on'] | default([]) }}" % role
+    on = [(role, "{{ groups['" + role + "_on'] | default([]) }}") for role in task["loop"]]
+    assert roles_of_plays("provision.yml", "validate") == on
+    assert roles_of_plays("provision.yml", "provision") == on
+    checked = [
+        (role, hosts.replace("{{ ", "{{ [] if ansible_check_mode else ")) for role, hosts in on
+    ]
+    assert roles_of_plays("verify.yml", "verify") == checked
