@@ -1,24 +1,26 @@
 """Puts the host in the group <role>_on or <role>_off by the role's <role>_enabled: the host's
 value, or else the default of the role's meta/argument_specs.yml, so the switch and its default
-are said once. playbooks/tasks/validate_roles.yml runs it over every role in one task, and each
+are said once. playbooks/tasks/group_roles.yml runs it over every role in one task, and each
 role's plays are those of <role>_on: a role switched off costs a host that task's item, nothing
 more. Every group it makes is a child of `roles_switched`, the hosts whose switches this run has
 read. Documented in plugins/modules/role_switch.py."""
 
 from __future__ import annotations
 
+from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE
 from ansible.plugins.action import ActionBase
 from ansible_collections.hostcheck.gpu_hosts.plugins.plugin_utils.role_action import role_meta
 
 SWITCHED = "roles_switched"
-# What Ansible's `bool` filter reads as false. Anything else counts as on, so the validation of
-# <role>_on refuses what is not a boolean (`-e shm_enabled=maybe`) with the role's own message.
-PLAINLY_OFF = frozenset({"false", "no", "off", "n", "f", "0", "0.0"})
 
 
 def is_on(value: object) -> bool:
-    """False for a value that is plainly off (false, 'no', 'off', 0 ...), True for the rest."""
-    return str(value).strip().lower() not in PLAINLY_OFF
+    """False for what Ansible's booleans read as false (false, 'no', 'off', 0 ...), True for the
+    rest, so the validation of <role>_on refuses what is not a boolean (`-e shm_enabled=maybe`)
+    with the role's own message."""
+    if isinstance(value, str):
+        value = value.strip().lower()
+    return not isinstance(value, (str, int, float)) or value not in BOOLEANS_FALSE
 
 
 def switch_default(role: str) -> object:

@@ -37,6 +37,7 @@ COVERS = (
     "site.yml",
     "playbooks/site.yml",
     "playbooks/provision.yml",
+    "playbooks/tasks/group_roles.yml",
     "playbooks/tasks/validate_roles.yml",
     "plugins/action/role_switch.py",
     "plugins/modules/role_switch.py",

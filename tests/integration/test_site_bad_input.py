@@ -19,6 +19,7 @@ COVERS = (
     "plugins/modules/free_space_ready.py",
     "tests/integration/playbooks/validate_all.yml",
     "playbooks/provision.yml",
+    "playbooks/tasks/group_roles.yml",
     "playbooks/tasks/validate_roles.yml",
     "plugins/action/role_switch.py",
     "plugins/modules/role_switch.py",

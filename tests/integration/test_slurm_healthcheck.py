@@ -61,6 +61,7 @@ COVERS = (
     "plugins/action/role_switch.py",
     "plugins/modules/role_switch.py",
     "playbooks/verify.yml",
+    "playbooks/tasks/group_roles.yml",
     "playbooks/tasks/validate_roles.yml",
 )
 

@@ -45,7 +45,7 @@ def role_actions() -> dict[str, type]:
 ACTIONS = role_actions()
 
 
-# playbooks/tasks/validate_roles.yml's grouping of every role by its switch: no role's action
+# playbooks/tasks/group_roles.yml's grouping of every role by its switch: no role's action
 NOT_A_ROLE_ACTION = {"role_switch"}
 
 

@@ -1,5 +1,5 @@
 """The grouping of every role by its switch (plugins/action/role_switch.py, the one task of
-playbooks/tasks/validate_roles.yml that every role shares): each host joins <role>_on or
+playbooks/tasks/group_roles.yml that every role shares): each host joins <role>_on or
 <role>_off by <role>_enabled, or the default in the role's argument spec; a value that is not
 plainly off counts as on, and the validation there refuses what is not a boolean; a role that
 is off costs the host nothing after that task. Run by ansible-playbook on this machine, one
